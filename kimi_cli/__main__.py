@@ -1,0 +1,3 @@
+from kimi_cli.cli import main
+
+main()

@@ -1,0 +1,172 @@
+"""The agent loop: send the conversation, stream the answer, run the tool calls, repeat."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kimi_cli.agent.events import (
+    ErrorNotice,
+    Event,
+    ReasoningDelta,
+    RetryNotice,
+    StepBegin,
+    StepEnd,
+    TextDelta,
+    ToolCall,
+    ToolOutput,
+    UsageUpdate,
+)
+from kimi_cli.agent.guard import LoopGuard
+from kimi_cli.errors import ExitCode
+from kimi_cli.llm.provider import StreamCallbacks
+from kimi_cli.llm.types import Completion, Message, ToolCallRequest, Usage
+from kimi_cli.session.history import INTERRUPTED
+from kimi_cli.tools.base import ToolContext, ToolResult
+from kimi_cli.tools.output import cap_text
+from kimi_cli.tools.registry import ToolRegistry
+
+TOOL_OUTPUT_CAP = 100_000
+
+
+class Provider(Protocol):
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], callbacks: StreamCallbacks | None = None
+    ) -> Completion: ...
+
+
+class Recorder(Protocol):
+    """Where the loop persists what happened (the session)."""
+
+    def append_message(self, message: Message) -> None: ...
+    def append_event(self, event: dict[str, Any]) -> None: ...
+    def end_step(self, steps: int) -> None: ...
+
+
+@dataclass
+class RunOutcome:
+    reason: str  # done | max_steps | token_budget | loop_detected
+    exit_code: ExitCode
+    text: str
+    steps: int
+
+
+class Agent:
+    """Runs one task over a message history. Emits events; knows nothing about rendering."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        registry: ToolRegistry,
+        ctx: ToolContext,
+        recorder: Recorder,
+        emit: Callable[[Event], None],
+        messages: list[Message],
+        max_steps: int,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.ctx = ctx
+        self.recorder = recorder
+        self._emit_ui = emit
+        self.messages = messages
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+        self.guard = LoopGuard()
+        self.usage = Usage()
+        self.steps = 0
+        self.tools_seconds = 0.0
+
+    def emit(self, event: Event) -> None:
+        if event.logged:
+            self.recorder.append_event(event.to_dict())
+        self._emit_ui(event)
+
+    def add_message(self, message: Message) -> None:
+        self.messages.append(message)
+        self.recorder.append_message(message)
+
+    async def run(self, user_message: Message) -> RunOutcome:
+        self.add_message(user_message)
+        last_text = ""
+        while True:
+            if self.steps >= self.max_steps:
+                return RunOutcome("max_steps", ExitCode.BUDGET, last_text, self.steps)
+            self.steps += 1
+            completion, stop = await self._step()
+            last_text = completion.text or last_text
+            if stop:
+                return RunOutcome("loop_detected", ExitCode.ERROR, last_text, self.steps)
+            if not completion.tool_calls:
+                return RunOutcome("done", ExitCode.OK, completion.text, self.steps)
+            if self.max_tokens is not None and self.usage.total_tokens >= self.max_tokens:
+                return RunOutcome("token_budget", ExitCode.BUDGET, last_text, self.steps)
+
+    async def _step(self) -> tuple[Completion, bool]:
+        self.emit(StepBegin(self.steps))
+        started = time.perf_counter()
+        callbacks = StreamCallbacks(
+            on_text=lambda d: self.emit(TextDelta(d)),
+            on_reasoning=lambda d: self.emit(ReasoningDelta(d)),
+            on_retry=lambda a, w, e: self.emit(RetryNotice(a, round(w, 3), e)),
+        )
+        completion = await self.provider.complete(self.messages, self.registry.schemas(), callbacks)
+        model_ms = (time.perf_counter() - started) * 1000
+        self.usage.add(completion.usage)
+        self.emit(UsageUpdate(self.steps, completion.usage.as_dict(), self.usage.as_dict()))
+        self.add_message(completion.to_message())
+        tools_started = time.perf_counter()
+        stop = await self._run_calls(completion.tool_calls)
+        tools_ms = (time.perf_counter() - tools_started) * 1000
+        self.tools_seconds += tools_ms / 1000
+        self.emit(StepEnd(self.steps, round(model_ms, 3), round(tools_ms, 3)))
+        self.recorder.end_step(self.steps)
+        return completion, stop
+
+    async def _run_calls(self, calls: list[ToolCallRequest]) -> bool:
+        images: list[str] = []
+        answered: set[str] = set()
+        stop = False
+        try:
+            for call in calls:
+                if stop:
+                    self._add_result(call, ToolResult("skipped: the run was stopped", is_error=True), 0.0)
+                    answered.add(call.id)
+                    continue
+                self.emit(ToolCall(call.id, call.name, call.arguments))
+                count = self.guard.record(call.name, call.arguments)
+                if count >= self.guard.stop_at:
+                    stop = True
+                    msg = f"the same {call.name} call was repeated {count} times; the run is stopped"
+                    self.emit(ErrorNotice(msg))
+                    self._add_result(call, ToolResult(f"refused: {msg}", is_error=True), 0.0)
+                    answered.add(call.id)
+                    continue
+                began = time.perf_counter()
+                result = await self.registry.call(call.name, call.arguments, self.ctx)
+                reminder = self.guard.reminder(count)
+                if reminder:
+                    result.output += reminder
+                self._add_result(call, result, (time.perf_counter() - began) * 1000)
+                answered.add(call.id)
+                images += result.images
+        except asyncio.CancelledError:
+            # Leave no dangling tool-call ids in the log: a resumed session must be sendable as is.
+            for call in calls:
+                if call.id not in answered:
+                    self.add_message({"role": "tool", "tool_call_id": call.id, "content": INTERRUPTED})
+            raise
+        if images:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": "Images returned by ReadMediaFile:"}]
+            parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
+            self.add_message({"role": "user", "content": parts})
+        return stop
+
+    def _add_result(self, call: ToolCallRequest, result: ToolResult, ms: float) -> None:
+        output = cap_text(result.output, TOOL_OUTPUT_CAP)
+        self.emit(ToolOutput(call.id, call.name, output, result.is_error, round(ms, 3), result.display))
+        self.add_message({"role": "tool", "tool_call_id": call.id, "content": output or "(no output)"})

@@ -1,0 +1,155 @@
+"""The `kimi` command. Thin: it parses flags and hands off; heavy modules load only when used."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kimi_cli import __version__
+
+app = typer.Typer(
+    name="kimi",
+    help=(
+        "Kimi: an agentic coding assistant for Kimi K3.1 Pro and any OpenAI-compatible endpoint.\n\n"
+        'Run `kimi` for an interactive session, or `kimi -p "fix the failing test"` headless.\n\n'
+        "Exit codes: 0 done, 1 error, 2 usage/config error, 3 step or token budget exhausted, "
+        "4 refused or cancelled, 5 provider unavailable after retries."
+    ),
+    add_completion=False,
+    no_args_is_help=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kimi {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_command(
+    ctx: typer.Context,
+    prompt: Annotated[
+        Optional[str],  # noqa: UP045 - typer needs the Optional spelling on 3.11
+        typer.Option("-p", "--prompt", help="Run this task headless and exit. '-' reads it from stdin."),
+    ] = None,
+    output_format: Annotated[
+        str, typer.Option("--output-format", help="Headless output: text | json | stream-json.")
+    ] = "text",
+    image: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(
+            "--image",
+            help="Attach an image (PNG/JPEG/WebP/GIF); repeatable. @shot.png in the prompt works too.",
+        ),
+    ] = None,
+    continue_: Annotated[
+        bool, typer.Option("--continue", "-c", help="Resume the latest session here.")
+    ] = False,
+    resume: Annotated[
+        Optional[str], typer.Option("--resume", help="Resume the session with this id.")
+    ] = None,  # noqa: UP045
+    model: Annotated[Optional[str], typer.Option("--model", help="Model name.")] = None,  # noqa: UP045
+    provider: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(
+            "--provider", help="moonshot (hosted API) | local (kimi engine) | openai (any base URL)."
+        ),
+    ] = None,
+    base_url: Annotated[
+        Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint URL.")
+    ] = None,  # noqa: UP045
+    max_steps: Annotated[
+        Optional[int], typer.Option("--max-steps", help="Stop after N steps (exit 3).")
+    ] = None,  # noqa: UP045
+    max_tokens: Annotated[
+        Optional[int], typer.Option("--max-tokens", help="Stop once this many tokens are used (exit 3).")  # noqa: UP045
+    ] = None,
+    yolo: Annotated[
+        bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")
+    ] = False,
+    sandbox: Annotated[
+        Optional[str], typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | docker | none.")  # noqa: UP045
+    ] = None,
+    allow_network: Annotated[
+        bool, typer.Option("--allow-network", help="Let sandboxed commands use the network.")
+    ] = False,
+    workdir: Annotated[
+        Optional[Path], typer.Option("--workdir", "-w", help="Workspace folder (default: current directory).")  # noqa: UP045
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    if output_format not in ("text", "json", "stream-json"):
+        _usage(f"--output-format must be text, json or stream-json, not {output_format!r}")
+    from kimi_cli.app import RunOptions, run_headless
+
+    flags: dict[str, object] = {
+        "model": model,
+        "provider": provider,
+        "base_url": base_url,
+        "max_steps": max_steps,
+        "max_tokens": max_tokens,
+        "yolo": yolo or None,
+    }
+    if sandbox is not None or allow_network:
+        flags["sandbox"] = {
+            k: v for k, v in (("mode", sandbox), ("allow_network", allow_network or None)) if v
+        }
+    if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
+        prompt = sys.stdin.read()
+    if prompt is None and not (continue_ or resume):
+        _usage("interactive mode is not built yet; pass -p 'TASK' (or pipe the task on stdin)")
+    root = (workdir or Path.cwd()).resolve()
+    if not root.is_dir():
+        _usage(f"--workdir {root} is not a directory")
+    opts = RunOptions(
+        prompt=prompt,
+        workdir=root,
+        output_format=output_format,  # type: ignore[arg-type]
+        images=list(image or []),
+        continue_latest=continue_,
+        resume_id=resume,
+        config_flags=flags,
+    )
+    raise typer.Exit(run_headless(opts))
+
+
+def _usage(message: str) -> None:
+    typer.echo(f"kimi: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@app.command("sessions")
+def sessions_command(
+    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-w", help="Workspace folder.")] = None,  # noqa: UP045
+) -> None:
+    """List this workspace's sessions, newest first (ids work with --resume)."""
+    import time
+
+    from kimi_cli.session.store import list_sessions
+
+    infos = list_sessions((workdir or Path.cwd()).resolve())
+    if not infos:
+        typer.echo("no sessions in this workspace yet")
+        return
+    for info in infos:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
+        typer.echo(f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(4)

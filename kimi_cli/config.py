@@ -1,0 +1,205 @@
+"""Layered, typed configuration: defaults < ~/.kimi/config.toml < .kimi/config.toml < env < flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from kimi_cli.errors import ConfigError
+from kimi_cli.paths import kimi_home
+
+ProviderKind = Literal["moonshot", "local", "openai"]
+SandboxMode = Literal["auto", "bwrap", "docker", "none"]
+
+DEFAULT_MODEL = "kimi-k3.1-pro"
+PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "moonshot": {"base_url": "https://api.moonshot.ai/v1", "key_env": ["KIMI_API_KEY", "MOONSHOT_API_KEY"]},
+    "local": {"base_url": "http://127.0.0.1:8000/v1", "key_env": ["KIMI_API_KEY"]},
+    "openai": {"base_url": None, "key_env": ["KIMI_API_KEY", "OPENAI_API_KEY"]},
+}
+KEY_REQUIRED = {"moonshot"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderSettings(_Strict):
+    base_url: str | None = None
+    model: str | None = None
+
+
+class RetrySettings(_Strict):
+    max_retries: int = Field(6, ge=0, le=50)
+    base_delay: float = Field(1.0, ge=0)
+    max_delay: float = Field(60.0, gt=0)
+    request_timeout: float = Field(600.0, gt=0)
+
+
+class SandboxSettings(_Strict):
+    mode: SandboxMode = "auto"
+    allow_network: bool = False
+    hidden_paths: list[str] = Field(default_factory=list)
+    docker_image: str = "kimi-sandbox:latest"
+    docker_memory: str = "4g"
+    docker_pids_limit: int = Field(1024, ge=16)
+
+
+class ShellSettings(_Strict):
+    default_timeout: int = Field(60, ge=1, le=600)
+    output_cap: int = Field(30_000, ge=1000)
+
+
+class GitSettings(_Strict):
+    co_author_trailer: str | None = None
+    author_name: str | None = None
+    author_email: str | None = None
+    allow_hooks: bool = False
+
+
+class Config(_Strict):
+    """The whole configuration after merging every layer."""
+
+    provider: ProviderKind = "moonshot"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    max_steps: int = Field(200, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    context_length: int = Field(1_048_576, ge=1024)
+    approval: Literal["auto", "ask", "never"] = "auto"
+    yolo: bool = False
+    providers: dict[ProviderKind, ProviderSettings] = Field(default_factory=dict)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    shell: ShellSettings = Field(default_factory=ShellSettings)
+    git: GitSettings = Field(default_factory=GitSettings)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go: the resolved provider, URL, model and key."""
+
+    provider: str
+    base_url: str
+    model: str
+    api_key: str
+
+    def __repr__(self) -> str:  # never print the key
+        return f"Endpoint(provider={self.provider!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+
+def _format_validation(err: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for item in err.errors():
+        key = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        lines.append(f"  {key}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid configuration in {path}: not valid TOML ({exc})") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from exc
+    try:
+        Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(exc, str(path))) from exc
+    return data
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for var, key in (("KIMI_PROVIDER", "provider"), ("KIMI_BASE_URL", "base_url"), ("KIMI_MODEL", "model")):
+        if environ.get(var):
+            layer[key] = environ[var]
+    return layer
+
+
+def config_files(workspace: Path) -> list[Path]:
+    """The config files that apply to a workspace, lowest precedence first."""
+    return [kimi_home() / "config.toml", workspace / ".kimi" / "config.toml"]
+
+
+def load_config(
+    workspace: Path, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None
+) -> Config:
+    """Merge every layer and validate; raises ConfigError naming the file and key on bad input."""
+    env = dict(os.environ) if environ is None else environ
+    merged: dict[str, Any] = {}
+    for path in config_files(workspace):
+        if path.is_file():
+            merged = _deep_merge(merged, _read_toml(path))
+    merged = _deep_merge(merged, _env_layer(env))
+    merged = _deep_merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(
+            _format_validation(exc, "the merged configuration (files, environment, flags)")
+        ) from exc
+
+
+def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> Endpoint:
+    """Pick base URL, model and key for the chosen provider, or explain what is missing."""
+    env = dict(os.environ) if environ is None else environ
+    defaults = PROVIDER_DEFAULTS[config.provider]
+    profile = config.providers.get(config.provider, ProviderSettings())
+    base_url = config.base_url or profile.base_url or defaults["base_url"]
+    if config.provider == "local" and not (config.base_url or profile.base_url):
+        base_url = _served_engine_url() or base_url
+    if not base_url:
+        raise ConfigError(
+            f"provider '{config.provider}' needs a base URL: pass --base-url URL, set KIMI_BASE_URL, "
+            f"or set providers.{config.provider}.base_url in ~/.kimi/config.toml"
+        )
+    model = config.model or profile.model or (_served_engine_model() if config.provider == "local" else None)
+    key = config.api_key.get_secret_value() if config.api_key else ""
+    if not key:
+        key = next((env[v] for v in defaults["key_env"] if env.get(v)), "")
+    if not key and config.provider in KEY_REQUIRED:
+        raise ConfigError(
+            f"no API key for provider '{config.provider}': export KIMI_API_KEY=... (or MOONSHOT_API_KEY), "
+            "or set api_key in ~/.kimi/config.toml. Get a key at https://platform.moonshot.ai"
+        )
+    return Endpoint(config.provider, base_url.rstrip("/"), model or DEFAULT_MODEL, key or "EMPTY")
+
+
+def _served_engine() -> dict[str, Any]:
+    import json
+
+    path = kimi_home() / "engine" / "served.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _served_engine_url() -> str | None:
+    url = _served_engine().get("base_url")
+    return url if isinstance(url, str) else None
+
+
+def _served_engine_model() -> str | None:
+    model = _served_engine().get("model")
+    return model if isinstance(model, str) else None

@@ -1,0 +1,1 @@
+"""The model side: one OpenAI-compatible streaming client with retries."""

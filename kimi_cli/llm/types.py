@@ -1,0 +1,70 @@
+"""Plain data passed between the provider client and the agent loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Usage:
+    """Token counts for one request, or summed over a run."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass
+class ToolCallRequest:
+    """One tool call as the model asked for it; arguments stay the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Completion:
+    """One finished model answer."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def to_message(self) -> Message:
+        """The assistant message to append to history, in the shape Kimi's API accepts back."""
+        msg: Message = {"role": "assistant"}
+        # A tool-call message with blank text must omit content (Moonshot answers 400 otherwise).
+        if self.text.strip() or not self.tool_calls:
+            msg["content"] = self.text
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        # Thinking models need their reasoning sent back on tool-call turns.
+        if self.reasoning:
+            msg["reasoning_content"] = self.reasoning
+        return msg

@@ -1,0 +1,1 @@
+"""Sessions: an append-only JSONL log per run, resumable after a crash."""

@@ -1,0 +1,161 @@
+"""SessionStore: one folder per session with meta.json and an append-only context.jsonl."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.errors import ConfigError
+from kimi_cli.llm.types import Message
+from kimi_cli.paths import sessions_dir
+from kimi_cli.session.history import repair_history
+
+LOG_NAME = "context.jsonl"
+META_NAME = "meta.json"
+
+
+def new_session_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class SessionInfo:
+    id: str
+    path: Path
+    title: str
+    updated: float
+    status: str
+    steps: int
+
+
+class Session:
+    """An open session: appends records and flushes them; fsyncs at each step's end."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
+        self.path = path
+        self.meta = meta
+        self._log = (path / LOG_NAME).open("a", encoding="utf-8")
+
+    @property
+    def id(self) -> str:
+        return str(self.meta["id"])
+
+    @classmethod
+    def create(cls, workspace: Path, title: str, model: str) -> Session:
+        sid = new_session_id()
+        path = sessions_dir(workspace) / sid
+        path.mkdir(parents=True, exist_ok=False)
+        meta = {
+            "id": sid,
+            "workspace": str(workspace.resolve()),
+            "title": title[:200],
+            "model": model,
+            "created": time.time(),
+            "updated": time.time(),
+            "status": "running",
+            "steps": 0,
+        }
+        session = cls(path, meta)
+        session.save_meta()
+        return session
+
+    @classmethod
+    def open(cls, workspace: Path, session_id: str) -> Session:
+        path = sessions_dir(workspace) / session_id
+        if not (path / META_NAME).is_file():
+            raise ConfigError(f"no session {session_id!r} for this workspace; `kimi sessions` lists them")
+        meta = json.loads((path / META_NAME).read_text())
+        return cls(path, meta)
+
+    @classmethod
+    def latest(cls, workspace: Path) -> Session:
+        infos = list_sessions(workspace)
+        if not infos:
+            raise ConfigError(
+                "no earlier session in this workspace to continue; start one with `kimi -p TASK`"
+            )
+        return cls.open(workspace, infos[0].id)
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._log.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._log.flush()
+
+    def append_message(self, message: Message) -> None:
+        self.append({"kind": "message", "message": message})
+
+    def append_event(self, event: dict[str, Any]) -> None:
+        self.append({"kind": "event", "event": event})
+
+    def end_step(self, steps: int) -> None:
+        os.fsync(self._log.fileno())
+        self.meta["steps"] = steps
+        self.save_meta()
+
+    def save_meta(self) -> None:
+        self.meta["updated"] = time.time()
+        tmp = self.path / (META_NAME + ".tmp")
+        tmp.write_text(json.dumps(self.meta, indent=1))
+        os.replace(tmp, self.path / META_NAME)
+
+    def set_status(self, status: str) -> None:
+        self.meta["status"] = status
+        self.save_meta()
+
+    def records(self) -> list[dict[str, Any]]:
+        return read_records(self.path / LOG_NAME)
+
+    def messages(self) -> list[Message]:
+        """The conversation so far, repaired so it can be sent again."""
+        return repair_history([r["message"] for r in self.records() if r.get("kind") == "message"])
+
+    def close(self) -> None:
+        self._log.close()
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Read a JSONL log; a torn or corrupt line (a crash mid-write) is skipped, not fatal."""
+    records: list[dict[str, Any]] = []
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return records
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
+
+
+def list_sessions(workspace: Path) -> list[SessionInfo]:
+    """This workspace's sessions, newest first."""
+    base = sessions_dir(workspace)
+    infos: list[SessionInfo] = []
+    if not base.is_dir():
+        return infos
+    for child in base.iterdir():
+        try:
+            meta = json.loads((child / META_NAME).read_text())
+        except (OSError, ValueError):
+            continue
+        infos.append(
+            SessionInfo(
+                id=str(meta.get("id", child.name)),
+                path=child,
+                title=str(meta.get("title", "")),
+                updated=float(meta.get("updated", 0)),
+                status=str(meta.get("status", "?")),
+                steps=int(meta.get("steps", 0)),
+            )
+        )
+    infos.sort(key=lambda i: (i.updated, i.id), reverse=True)
+    return infos

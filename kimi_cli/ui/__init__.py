@@ -1,0 +1,1 @@
+"""Renderers of agent events: headless (text/json/stream-json) and, later, interactive."""

@@ -1,0 +1,72 @@
+"""Headless renderers: final text on stdout with progress on stderr, one JSON object, or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Literal, TextIO
+
+from kimi_cli.agent.events import (
+    ErrorNotice,
+    Event,
+    Finished,
+    RetryNotice,
+    StepBegin,
+    ToolCall,
+    ToolOutput,
+)
+
+OutputFormat = Literal["text", "json", "stream-json"]
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class HeadlessRenderer:
+    """Turns events into output for scripts and CI."""
+
+    def __init__(self, fmt: OutputFormat, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self.fmt = fmt
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.extra: dict[str, Any] = {}
+
+    def __call__(self, event: Event) -> None:
+        if self.fmt == "stream-json":
+            self.out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+            self.out.flush()
+            return
+        if isinstance(event, Finished):
+            self._finish(event)
+        elif self.fmt == "text":
+            self._progress(event)
+
+    def _progress(self, event: Event) -> None:
+        line = None
+        if isinstance(event, StepBegin):
+            line = f"[step {event.step}]"
+        elif isinstance(event, ToolCall):
+            line = f"  → {event.name} {_one_line(event.arguments, 100)}"
+        elif isinstance(event, ToolOutput) and event.is_error:
+            line = f"  ✗ {_one_line(event.output)}"
+        elif isinstance(event, RetryNotice):
+            line = f"  ↻ retry {event.attempt} in {event.wait_s:.1f}s: {event.error}"
+        elif isinstance(event, ErrorNotice):
+            line = f"error: {event.message}"
+        if line:
+            self.err.write(line + "\n")
+            self.err.flush()
+
+    def _finish(self, event: Finished) -> None:
+        if self.fmt == "json":
+            body = {k: v for k, v in event.to_dict().items() if k != "type"}
+            self.out.write(json.dumps({"type": "result", **body, **self.extra}, ensure_ascii=False) + "\n")
+        else:
+            if event.text:
+                self.out.write(event.text.rstrip("\n") + "\n")
+            if event.reason != "done":
+                self.err.write(f"stopped: {event.reason} (exit {event.exit_code})\n")
+        self.out.flush()
+        self.err.flush()

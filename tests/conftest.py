@@ -1,0 +1,112 @@
+"""Shared fixtures: an isolated HOME, a scripted model server on loopback, temp git repos, and `kimi`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scripted_server import ScriptedModelServer
+
+TEST_KEY = "sk-test-SECRET-0123456789abcdef"
+
+
+def kimi_executable() -> list[str]:
+    """The installed `kimi` console script beside this interpreter (not a shell shim)."""
+    candidate = Path(sys.executable).parent / "kimi"
+    if candidate.exists():
+        return [str(candidate)]
+    found = shutil.which("kimi")
+    return [found] if found else [sys.executable, "-m", "kimi_cli"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".kimi").mkdir(parents=True)
+    (home / ".kimi" / "config.toml").write_text("[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n")
+    return home
+
+
+@pytest.fixture
+def env(home: Path) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH")}
+    keep.update({"HOME": str(home), "NO_COLOR": "1", "GIT_CONFIG_NOSYSTEM": "1"})
+    return keep
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    srv = ScriptedModelServer().start()
+    yield srv
+    srv.stop()
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Test",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "Test",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    out = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env)
+    return out.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "README.md").write_text("# calc\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "initial")
+    return root
+
+
+def run_kimi(
+    args: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    server: ScriptedModelServer | None = None,
+    input: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    full_env = dict(env)
+    if server is not None:
+        full_env.setdefault("KIMI_PROVIDER", "openai")
+        full_env.setdefault("KIMI_BASE_URL", server.base_url)
+        full_env.setdefault("KIMI_API_KEY", TEST_KEY)
+    return subprocess.run(
+        [*kimi_executable(), *args],
+        cwd=cwd,
+        env=full_env,
+        input=input if input is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def result_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert lines, f"no stdout; stderr was:\n{proc.stderr}"
+    return json.loads(lines[-1])
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
+    return {
+        "id": call_id or f"{name}:{abs(hash(json.dumps(arguments, sort_keys=True))) % 1000}",
+        "name": name,
+        "arguments": arguments,
+    }

@@ -1,0 +1,54 @@
+"""The tool protocol: pydantic params (-> JSON schema), a description, and an async run."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from kimi_cli.tools.schema import function_schema
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from kimi_cli.tools.workspace import Workspace
+
+
+class ToolError(Exception):
+    """A failure the model should read and act on; it becomes the tool result, never a crash."""
+
+
+@dataclass
+class ToolResult:
+    """What a tool gives back: text for the model, optional images, and a display hint for the UI."""
+
+    output: str
+    is_error: bool = False
+    images: list[str] = field(default_factory=list)
+    display: dict[str, Any] | None = None
+
+
+@dataclass
+class ToolContext:
+    """What tools may touch: the workspace, the plan, and services such as the shell sandbox."""
+
+    workspace: Workspace
+    todos: list[dict[str, str]] = field(default_factory=list)
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class Tool(ABC, Generic[P]):
+    """One tool. Subclasses set name, description and Params, and implement run."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Params: ClassVar[type[BaseModel]]
+    changes_files: ClassVar[bool] = False
+
+    def schema(self) -> dict[str, Any]:
+        return function_schema(self.name, self.description, self.Params)
+
+    @abstractmethod
+    async def run(self, params: P, ctx: ToolContext) -> ToolResult: ...

@@ -1,0 +1,48 @@
+"""Glob: find workspace files by pattern, .gitignore respected."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.files import list_files
+from pydantic import BaseModel, Field
+
+MAX_MATCHES = 1000
+
+
+class GlobParams(BaseModel):
+    pattern: str = Field(description="Glob such as `**/*.py` or `src/*.ts`; `**` spans folders.")
+    directory: str | None = Field(None, description="Folder to search in, relative to the workspace root.")
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    if fnmatch.fnmatchcase(path, pattern):
+        return True
+    # `**/x` also matches `x` at the top level, as in gitignore and most shells.
+    return pattern.startswith("**/") and glob_match(path, pattern[3:])
+
+
+class Glob(Tool[GlobParams]):
+    name = "Glob"
+    description = "List files matching a glob pattern (sorted; ignored files left out)."
+    Params = GlobParams
+
+    async def run(self, params: GlobParams, ctx: ToolContext) -> ToolResult:
+        base = ctx.workspace.resolve(params.directory or ".")
+        if not base.is_dir():
+            raise ToolError(f"{params.directory} is not a directory")
+        prefix = ctx.workspace.relative(base)
+        prefix = "" if prefix == "." else prefix + "/"
+        files = await asyncio.to_thread(list_files, ctx.workspace.root)
+        hits = [f for f in files if f.startswith(prefix) and glob_match(f[len(prefix) :], params.pattern)]
+        if not hits:
+            return ToolResult(f"no files match {params.pattern!r}")
+        shown = hits[:MAX_MATCHES]
+        more = (
+            f"\n[{len(hits) - MAX_MATCHES} more not shown; narrow the pattern]"
+            if len(hits) > MAX_MATCHES
+            else ""
+        )
+        return ToolResult("\n".join(shown) + more)

@@ -1,0 +1,65 @@
+"""ToolRegistry: the schemas sent to the model, and a call path where every failure becomes a result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from pydantic import ValidationError
+
+
+class ToolRegistry:
+    """The tools of a session, by name."""
+
+    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for tool in tools:
+            self._tools[tool.name] = tool
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self._tools.values()]
+
+    async def call(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolResult:
+        """Run one call from the model. Unknown tools, broken JSON and bad args come back as errors."""
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools)
+            return ToolResult(f"error: unknown tool '{name}'. Available tools: {known}.", is_error=True)
+        try:
+            args = json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            snippet = raw_arguments[:200]
+            return ToolResult(
+                f"error: the arguments for {name} are not valid JSON ({exc.msg} at position {exc.pos}): "
+                f"{snippet!r}. Send a single JSON object.",
+                is_error=True,
+            )
+        if not isinstance(args, dict):
+            return ToolResult(f"error: the arguments for {name} must be a JSON object", is_error=True)
+        try:
+            params = tool.Params.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+            )
+            return ToolResult(f"error: invalid arguments for {name}: {problems}", is_error=True)
+        try:
+            return await tool.run(params, ctx)
+        except ToolError as exc:
+            return ToolResult(f"error: {exc}", is_error=True)
+        except Exception as exc:  # a tool bug must not end the session
+            return ToolResult(
+                f"error: {name} failed unexpectedly: {type(exc).__name__}: {exc}", is_error=True
+            )

@@ -1,0 +1,75 @@
+"""StrReplaceFile: exact-match string edits, all applied or none."""
+
+from __future__ import annotations
+
+from kimi_cli.tools.atomic import atomic_write
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.files import looks_binary
+from kimi_cli.tools.write_file import unified_diff
+from pydantic import BaseModel, Field, model_validator
+
+
+class Edit(BaseModel):
+    old: str = Field(description="Exact text to find; include enough context to be unique.")
+    new: str = Field(description="Replacement text.")
+    replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one.")
+
+
+class StrReplaceParams(BaseModel):
+    path: str = Field(description="File path, relative to the workspace root.")
+    edit: Edit | None = Field(None, description="One edit.")
+    edits: list[Edit] | None = Field(None, description="Several edits, applied in order.")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> StrReplaceParams:
+        if (self.edit is None) == (not self.edits):
+            raise ValueError("give exactly one of `edit` or a non-empty `edits` list")
+        return self
+
+
+class StrReplaceFile(Tool[StrReplaceParams]):
+    name = "StrReplaceFile"
+    description = (
+        "Edit a file by exact string replacement. Each `old` must occur exactly once unless replace_all "
+        "is true. With several edits, all apply or none do."
+    )
+    Params = StrReplaceParams
+    changes_files = True
+
+    async def run(self, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
+        path = ctx.workspace.resolve(params.path)
+        if not path.is_file():
+            raise ToolError(f"{params.path} does not exist or is not a file")
+        data = path.read_bytes()
+        if looks_binary(data):
+            raise ToolError(f"{params.path} is a binary file; it cannot be edited as text")
+        try:
+            old_text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(
+                f"{params.path} is not valid UTF-8; editing it as text would corrupt it"
+            ) from None
+        edits = [params.edit] if params.edit else list(params.edits or [])
+        text = old_text
+        total = 0
+        for number, edit in enumerate(edits, start=1):
+            if not edit.old:
+                raise ToolError(f"edit {number}: `old` is empty")
+            count = text.count(edit.old)
+            if count == 0:
+                raise ToolError(f"edit {number}: `old` text not found in {params.path}; nothing was changed")
+            if count > 1 and not edit.replace_all:
+                raise ToolError(
+                    f"edit {number}: `old` occurs {count} times in {params.path}; add context to make it "
+                    "unique or set replace_all; nothing was changed"
+                )
+            text = (
+                text.replace(edit.old, edit.new) if edit.replace_all else text.replace(edit.old, edit.new, 1)
+            )
+            total += count if edit.replace_all else 1
+        atomic_write(path, text.encode("utf-8"))
+        rel = ctx.workspace.relative(path)
+        return ToolResult(
+            f"edited {rel}: {total} replacement(s)",
+            display={"kind": "diff", "path": rel, "diff": unified_diff(old_text, text, rel)},
+        )

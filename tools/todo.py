@@ -1,0 +1,32 @@
+"""SetTodoList: the agent's plan, kept in the session and shown by the UI."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolResult
+from pydantic import BaseModel, Field
+
+MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
+
+
+class Todo(BaseModel):
+    title: str = Field(description="What to do.")
+    status: Literal["pending", "in_progress", "done"] = Field("pending", description="Progress.")
+
+
+class SetTodoListParams(BaseModel):
+    todos: list[Todo] = Field(description="The whole list; it replaces the previous one.")
+
+
+class SetTodoList(Tool[SetTodoListParams]):
+    name = "SetTodoList"
+    description = "Set the task plan as a todo list (replaces the previous list). Keep it short and current."
+    Params = SetTodoListParams
+
+    async def run(self, params: SetTodoListParams, ctx: ToolContext) -> ToolResult:
+        ctx.todos[:] = [t.model_dump() for t in params.todos]
+        lines = [f"{MARKS[t.status]} {t.title}" for t in params.todos] or ["(empty list)"]
+        return ToolResult(
+            "todo list updated:\n" + "\n".join(lines), display={"kind": "todos", "todos": ctx.todos}
+        )

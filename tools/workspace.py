@@ -1,0 +1,52 @@
+"""The workspace boundary: every path a tool touches must resolve inside it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kimi_cli.tools.base import ToolError
+
+
+class Workspace:
+    """A root folder; resolve() refuses `..`, outside absolute paths and symlinks that lead out."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def resolve(self, path: str) -> Path:
+        if not path or not path.strip():
+            raise ToolError("path is empty: give a path relative to the workspace root")
+        if "\x00" in path:
+            raise ToolError("path contains a NUL byte")
+        candidate = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        try:
+            real = candidate.resolve()
+        except (RuntimeError, OSError) as exc:  # symlink loops raise RuntimeError on 3.11
+            raise ToolError(f"cannot resolve {path}: {exc}") from None
+        if real != self.root and not real.is_relative_to(self.root):
+            why = "through a symlink that leads" if _has_symlink(candidate, self.root) else "which is"
+            raise ToolError(
+                f"refused: {path} resolves to {real}, {why} outside the workspace {self.root}. "
+                "Only paths inside the workspace can be used."
+            )
+        return real
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.root)) or "."
+        except ValueError:
+            return str(path)
+
+
+def _has_symlink(path: Path, root: Path) -> bool:
+    current = path
+    while current != current.parent:
+        if current.is_symlink():
+            return True
+        if current == root:
+            break
+        current = current.parent
+    return False

@@ -1,0 +1,56 @@
+"""WriteFile: create or replace (or append to) a file atomically."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+from kimi_cli.tools.atomic import atomic_write
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from pydantic import BaseModel, Field
+
+
+class WriteFileParams(BaseModel):
+    path: str = Field(description="File path, relative to the workspace root. Parents are created.")
+    content: str = Field(description="The text to write.")
+    mode: Literal["overwrite", "append"] = Field("overwrite", description="Replace the file or append to it.")
+
+
+def unified_diff(old: str, new: str, rel: str) -> str:
+    return "".join(
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{rel}", f"b/{rel}", n=3)
+    )
+
+
+class WriteFile(Tool[WriteFileParams]):
+    name = "WriteFile"
+    description = (
+        "Write a text file in the workspace (atomic: nothing is half-written). mode=overwrite replaces "
+        "the file, mode=append adds to its end. Prefer StrReplaceFile for small edits to existing files."
+    )
+    Params = WriteFileParams
+    changes_files = True
+
+    async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
+        path = ctx.workspace.resolve(params.path)
+        if path.is_dir():
+            raise ToolError(f"{params.path} is a directory")
+        old = ""
+        if path.exists():
+            try:
+                old = path.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                old = ""
+            except OSError as exc:
+                raise ToolError(f"cannot read {params.path}: {exc.strerror}") from None
+        new = old + params.content if params.mode == "append" else params.content
+        try:
+            atomic_write(path, new.encode("utf-8"))
+        except OSError as exc:
+            raise ToolError(f"cannot write {params.path}: {exc.strerror}") from None
+        rel = ctx.workspace.relative(path)
+        verb = "appended to" if params.mode == "append" else "wrote"
+        return ToolResult(
+            f"{verb} {rel} ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
+            display={"kind": "diff", "path": rel, "diff": unified_diff(old, new, rel)},
+        )

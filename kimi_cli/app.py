@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kimi_cli.agent.events import ErrorNotice, Finished
+from kimi_cli.agent.events import Finished
 from kimi_cli.agent.loop import Agent, RunOutcome
 from kimi_cli.agent.prompt import system_prompt
 from kimi_cli.config import Config, load_config, resolve_endpoint
@@ -43,13 +43,9 @@ class RunOptions:
 def open_session(opts: RunOptions, config: Config, model: str) -> tuple[Session, list[dict[str, Any]]]:
     """Create a new session, or reopen one with its repaired history."""
     if opts.resume_id or opts.continue_latest:
-        session = (
-            Session.open(opts.workdir, opts.resume_id) if opts.resume_id else Session.latest(opts.workdir)
-        )
+        session = Session.open(opts.workdir, opts.resume_id) if opts.resume_id else Session.latest(opts.workdir)
         return session, session.messages()
-    session = Session.create(
-        opts.workdir, (opts.prompt or "").strip().splitlines()[0] if opts.prompt else "", model
-    )
+    session = Session.create(opts.workdir, (opts.prompt or "").strip().splitlines()[0] if opts.prompt else "", model)
     system = {"role": "system", "content": system_prompt(opts.workdir)}
     session.append_message(system)
     return session, [system]
@@ -82,11 +78,8 @@ def run_headless(opts: RunOptions) -> int:
         max_tokens=config.max_tokens,
     )
     started = time.perf_counter()
-    outcome, message = _run_agent(agent, user_message)
-    if message:
-        agent.emit(ErrorNotice(provider.redact(message)))
-        if opts.output_format != "text":
-            sys.stderr.write(f"kimi: {provider.redact(message)}\n")
+    outcome = _run_agent(agent, user_message)
+    outcome.message = provider.redact(outcome.message)
     renderer.extra = {
         "timing": {
             "wall_s": round(time.perf_counter() - started, 4),
@@ -104,6 +97,7 @@ def run_headless(opts: RunOptions) -> int:
             steps=outcome.steps,
             usage=agent.usage.as_dict(),
             session_id=session.id,
+            message=outcome.message,
         )
     )
     session.set_status(outcome.reason)
@@ -111,7 +105,7 @@ def run_headless(opts: RunOptions) -> int:
     return int(outcome.exit_code)
 
 
-def _run_agent(agent: Agent, user_message: dict[str, Any]) -> tuple[RunOutcome, str | None]:
+def _run_agent(agent: Agent, user_message: dict[str, Any]) -> RunOutcome:
     """Run the loop; Ctrl-C and SIGTERM cancel it cleanly, errors become an outcome with a message."""
 
     async def main() -> RunOutcome:
@@ -124,9 +118,9 @@ def _run_agent(agent: Agent, user_message: dict[str, Any]) -> tuple[RunOutcome, 
         return await agent.run(user_message)
 
     try:
-        return asyncio.run(main()), None
+        return asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        return RunOutcome("cancelled", ExitCode.CANCELLED, "", agent.steps), "cancelled; the session is saved"
+        return RunOutcome("cancelled", ExitCode.CANCELLED, "", agent.steps, "cancelled; the session is saved")
     except KimiError as exc:
         reason = "provider_unavailable" if exc.exit_code == ExitCode.PROVIDER_UNAVAILABLE else "error"
-        return RunOutcome(reason, exc.exit_code, "", agent.steps), str(exc)
+        return RunOutcome(reason, exc.exit_code, "", agent.steps, str(exc))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -37,52 +37,40 @@ def _version(value: bool) -> None:
 def main_command(
     ctx: typer.Context,
     prompt: Annotated[
-        Optional[str],  # noqa: UP045 - typer needs the Optional spelling on 3.11
+        str | None,
         typer.Option("-p", "--prompt", help="Run this task headless and exit. '-' reads it from stdin."),
     ] = None,
     output_format: Annotated[
         str, typer.Option("--output-format", help="Headless output: text | json | stream-json.")
     ] = "text",
     image: Annotated[
-        Optional[list[str]],  # noqa: UP045
+        list[str] | None,
         typer.Option(
             "--image",
             help="Attach an image (PNG/JPEG/WebP/GIF); repeatable. @shot.png in the prompt works too.",
         ),
     ] = None,
-    continue_: Annotated[
-        bool, typer.Option("--continue", "-c", help="Resume the latest session here.")
-    ] = False,
-    resume: Annotated[
-        Optional[str], typer.Option("--resume", help="Resume the session with this id.")
-    ] = None,  # noqa: UP045
-    model: Annotated[Optional[str], typer.Option("--model", help="Model name.")] = None,  # noqa: UP045
+    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Resume the latest session here.")] = False,
+    resume: Annotated[str | None, typer.Option("--resume", help="Resume the session with this id.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
     provider: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(
-            "--provider", help="moonshot (hosted API) | local (kimi engine) | openai (any base URL)."
-        ),
+        str | None,
+        typer.Option("--provider", help="moonshot (hosted API) | local (kimi engine) | openai (any base URL)."),
     ] = None,
-    base_url: Annotated[
-        Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint URL.")
-    ] = None,  # noqa: UP045
-    max_steps: Annotated[
-        Optional[int], typer.Option("--max-steps", help="Stop after N steps (exit 3).")
-    ] = None,  # noqa: UP045
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint URL.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after N steps (exit 3).")] = None,
     max_tokens: Annotated[
-        Optional[int], typer.Option("--max-tokens", help="Stop once this many tokens are used (exit 3).")  # noqa: UP045
+        int | None, typer.Option("--max-tokens", help="Stop once this many tokens are used (exit 3).")
     ] = None,
-    yolo: Annotated[
-        bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")
-    ] = False,
+    yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
     sandbox: Annotated[
-        Optional[str], typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | docker | none.")  # noqa: UP045
+        str | None, typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | docker | none.")
     ] = None,
     allow_network: Annotated[
         bool, typer.Option("--allow-network", help="Let sandboxed commands use the network.")
     ] = False,
     workdir: Annotated[
-        Optional[Path], typer.Option("--workdir", "-w", help="Workspace folder (default: current directory).")  # noqa: UP045
+        Path | None, typer.Option("--workdir", "-w", help="Workspace folder (default: current directory).")
     ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
@@ -103,9 +91,7 @@ def main_command(
         "yolo": yolo or None,
     }
     if sandbox is not None or allow_network:
-        flags["sandbox"] = {
-            k: v for k, v in (("mode", sandbox), ("allow_network", allow_network or None)) if v
-        }
+        flags["sandbox"] = {k: v for k, v in (("mode", sandbox), ("allow_network", allow_network or None)) if v}
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
         prompt = sys.stdin.read()
     if prompt is None and not (continue_ or resume):
@@ -132,7 +118,7 @@ def _usage(message: str) -> None:
 
 @app.command("sessions")
 def sessions_command(
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", "-w", help="Workspace folder.")] = None,  # noqa: UP045
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", help="Workspace folder.")] = None,
 ) -> None:
     """List this workspace's sessions, newest first (ids work with --resume)."""
     import time

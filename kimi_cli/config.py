@@ -140,9 +140,7 @@ def config_files(workspace: Path) -> list[Path]:
     return [kimi_home() / "config.toml", workspace / ".kimi" / "config.toml"]
 
 
-def load_config(
-    workspace: Path, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None
-) -> Config:
+def load_config(workspace: Path, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
     """Merge every layer and validate; raises ConfigError naming the file and key on bad input."""
     env = dict(os.environ) if environ is None else environ
     merged: dict[str, Any] = {}
@@ -154,9 +152,7 @@ def load_config(
     try:
         return Config.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(
-            _format_validation(exc, "the merged configuration (files, environment, flags)")
-        ) from exc
+        raise ConfigError(_format_validation(exc, "the merged configuration (files, environment, flags)")) from exc
 
 
 def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> Endpoint:

@@ -110,3 +110,17 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = 
         "name": name,
         "arguments": arguments,
     }
+
+
+@pytest.fixture
+def png_bytes() -> bytes:
+    """A real 2x2 PNG, made with zlib so no imaging library is needed."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
+    ihdr = struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")

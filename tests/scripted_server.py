@@ -17,6 +17,7 @@ Run as a program for benchmarks: python tests/scripted_server.py SCRIPT.json --p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -122,9 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, entry: dict[str, Any] | None, body: dict[str, Any]) -> None:
         if entry is None:
-            self._json(
-                400, {"error": {"message": "scripted server: script exhausted", "type": "invalid_request"}}
-            )
+            self._json(400, {"error": {"message": "scripted server: script exhausted", "type": "invalid_request"}})
             return
         if entry.get("hang"):
             time.sleep(float(entry["hang"]))
@@ -157,10 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
         # Half a chunk, then a hard close: the client sees a broken chunked body mid-stream.
         self.wfile.write(b'40\r\ndata: {"partial')
         self.wfile.flush()
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.close_connection = True
 
     def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:

@@ -34,9 +34,7 @@ def fix_script() -> list[dict]:
     ]
 
 
-def test_headless_run_fixes_the_bug_and_reports_json(
-    repo: Path, env: dict, server: ScriptedModelServer
-) -> None:
+def test_headless_run_fixes_the_bug_and_reports_json(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     server.add(*fix_script())
     proc = run_kimi(["-p", "fix add() in calc.py", "--output-format", "json"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
@@ -57,11 +55,11 @@ def test_requests_carry_reasoning_back_and_omit_blank_content(
     proc = run_kimi(["-p", "fix add() in calc.py", "--output-format", "json"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
     second = server.requests[1]["messages"]
-    assistant = [m for m in second if m["role"] == "assistant"][0]
+    assistant = next(m for m in second if m["role"] == "assistant")
     assert assistant["reasoning_content"] == "I should look at calc.py first."
     assert "content" not in assistant
     assert assistant["tool_calls"][0]["id"] == "ReadFile:0"
-    tool_msg = [m for m in second if m["role"] == "tool"][0]
+    tool_msg = next(m for m in second if m["role"] == "tool")
     assert tool_msg["tool_call_id"] == "ReadFile:0"
     assert "return a - b" in tool_msg["content"]
     third = server.requests[2]["messages"]

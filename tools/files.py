@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -44,11 +45,9 @@ def _walk(root: Path) -> list[str]:
 
     patterns: list[str] = []
     for name in (".gitignore", ".kimiignore"):
-        try:
+        with contextlib.suppress(OSError):
             patterns += (root / name).read_text(errors="replace").splitlines()
-        except OSError:
-            pass
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root)

@@ -40,9 +40,5 @@ class Glob(Tool[GlobParams]):
         if not hits:
             return ToolResult(f"no files match {params.pattern!r}")
         shown = hits[:MAX_MATCHES]
-        more = (
-            f"\n[{len(hits) - MAX_MATCHES} more not shown; narrow the pattern]"
-            if len(hits) > MAX_MATCHES
-            else ""
-        )
+        more = f"\n[{len(hits) - MAX_MATCHES} more not shown; narrow the pattern]" if len(hits) > MAX_MATCHES else ""
         return ToolResult("\n".join(shown) + more)

@@ -49,9 +49,7 @@ class ReadMediaFileParams(BaseModel):
 
 class ReadMediaFile(Tool[ReadMediaFileParams]):
     name = "ReadMediaFile"
-    description = (
-        "Look at an image file in the workspace (PNG, JPEG, WebP, GIF); it is attached for you to see."
-    )
+    description = "Look at an image file in the workspace (PNG, JPEG, WebP, GIF); it is attached for you to see."
     Params = ReadMediaFileParams
 
     async def run(self, params: ReadMediaFileParams, ctx: ToolContext) -> ToolResult:

@@ -10,4 +10,6 @@ def cap_text(text: str, limit: int) -> str:
     head = limit * 2 // 3
     tail = limit - head
     cut = len(text) - head - tail
-    return f"{text[:head]}\n\n[... {cut} characters cut; showing the first {head} and last {tail} ...]\n\n{text[-tail:]}"
+    return (
+        f"{text[:head]}\n\n[... {cut} characters cut; showing the first {head} and last {tail} ...]\n\n{text[-tail:]}"
+    )

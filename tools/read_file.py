@@ -61,9 +61,7 @@ class ReadFile(Tool[ReadFileParams]):
         elif not lines:
             notes.append(f"(the file has {total} lines; line_offset {params.line_offset} is past the end)")
         elif shown_to < total:
-            notes.append(
-                f"(showing lines {params.line_offset}-{shown_to} of {total}; read on with line_offset)"
-            )
+            notes.append(f"(showing lines {params.line_offset}-{shown_to} of {total}; read on with line_offset)")
         if bad_utf8:
             notes.append("(not valid UTF-8: undecodable bytes are shown as U+FFFD)")
         return ToolResult("\n".join(lines + notes))

@@ -60,6 +60,4 @@ class ToolRegistry:
         except ToolError as exc:
             return ToolResult(f"error: {exc}", is_error=True)
         except Exception as exc:  # a tool bug must not end the session
-            return ToolResult(
-                f"error: {name} failed unexpectedly: {type(exc).__name__}: {exc}", is_error=True
-            )
+            return ToolResult(f"error: {name} failed unexpectedly: {type(exc).__name__}: {exc}", is_error=True)

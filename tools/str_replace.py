@@ -46,9 +46,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
         try:
             old_text = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise ToolError(
-                f"{params.path} is not valid UTF-8; editing it as text would corrupt it"
-            ) from None
+            raise ToolError(f"{params.path} is not valid UTF-8; editing it as text would corrupt it") from None
         edits = [params.edit] if params.edit else list(params.edits or [])
         text = old_text
         total = 0
@@ -63,9 +61,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
                     f"edit {number}: `old` occurs {count} times in {params.path}; add context to make it "
                     "unique or set replace_all; nothing was changed"
                 )
-            text = (
-                text.replace(edit.old, edit.new) if edit.replace_all else text.replace(edit.old, edit.new, 1)
-            )
+            text = text.replace(edit.old, edit.new) if edit.replace_all else text.replace(edit.old, edit.new, 1)
             total += count if edit.replace_all else 1
         atomic_write(path, text.encode("utf-8"))
         rel = ctx.workspace.relative(path)

@@ -27,6 +27,4 @@ class SetTodoList(Tool[SetTodoListParams]):
     async def run(self, params: SetTodoListParams, ctx: ToolContext) -> ToolResult:
         ctx.todos[:] = [t.model_dump() for t in params.todos]
         lines = [f"{MARKS[t.status]} {t.title}" for t in params.todos] or ["(empty list)"]
-        return ToolResult(
-            "todo list updated:\n" + "\n".join(lines), display={"kind": "todos", "todos": ctx.todos}
-        )
+        return ToolResult("todo list updated:\n" + "\n".join(lines), display={"kind": "todos", "todos": ctx.todos})

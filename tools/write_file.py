@@ -17,9 +17,7 @@ class WriteFileParams(BaseModel):
 
 
 def unified_diff(old: str, new: str, rel: str) -> str:
-    return "".join(
-        difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{rel}", f"b/{rel}", n=3)
-    )
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{rel}", f"b/{rel}", n=3))
 
 
 class WriteFile(Tool[WriteFileParams]):

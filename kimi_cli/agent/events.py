@@ -93,3 +93,4 @@ class Finished(Event):
     steps: int
     usage: dict[str, int] = field(default_factory=dict)
     session_id: str = ""
+    message: str = ""

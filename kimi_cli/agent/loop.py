@@ -52,6 +52,7 @@ class RunOutcome:
     exit_code: ExitCode
     text: str
     steps: int
+    message: str = ""
 
 
 class Agent:
@@ -95,18 +96,20 @@ class Agent:
         last_text = ""
         while True:
             if self.steps >= self.max_steps:
-                return RunOutcome("max_steps", ExitCode.BUDGET, last_text, self.steps)
+                msg = f"reached the step limit ({self.max_steps}); raise it with --max-steps"
+                return RunOutcome("max_steps", ExitCode.BUDGET, last_text, self.steps, msg)
             self.steps += 1
             completion, stop = await self._step()
             last_text = completion.text or last_text
             if stop:
-                return RunOutcome("loop_detected", ExitCode.ERROR, last_text, self.steps)
+                return RunOutcome("loop_detected", ExitCode.ERROR, last_text, self.steps, stop)
             if not completion.tool_calls:
                 return RunOutcome("done", ExitCode.OK, completion.text, self.steps)
             if self.max_tokens is not None and self.usage.total_tokens >= self.max_tokens:
-                return RunOutcome("token_budget", ExitCode.BUDGET, last_text, self.steps)
+                msg = f"used {self.usage.total_tokens} tokens, over the budget of {self.max_tokens} (--max-tokens)"
+                return RunOutcome("token_budget", ExitCode.BUDGET, last_text, self.steps, msg)
 
-    async def _step(self) -> tuple[Completion, bool]:
+    async def _step(self) -> tuple[Completion, str]:
         self.emit(StepBegin(self.steps))
         started = time.perf_counter()
         callbacks = StreamCallbacks(
@@ -127,10 +130,11 @@ class Agent:
         self.recorder.end_step(self.steps)
         return completion, stop
 
-    async def _run_calls(self, calls: list[ToolCallRequest]) -> bool:
+    async def _run_calls(self, calls: list[ToolCallRequest]) -> str:
+        """Run each call in order; returns a reason to stop the run, or ''."""
         images: list[str] = []
         answered: set[str] = set()
-        stop = False
+        stop = ""
         try:
             for call in calls:
                 if stop:
@@ -140,10 +144,9 @@ class Agent:
                 self.emit(ToolCall(call.id, call.name, call.arguments))
                 count = self.guard.record(call.name, call.arguments)
                 if count >= self.guard.stop_at:
-                    stop = True
-                    msg = f"the same {call.name} call was repeated {count} times; the run is stopped"
-                    self.emit(ErrorNotice(msg))
-                    self._add_result(call, ToolResult(f"refused: {msg}", is_error=True), 0.0)
+                    stop = f"the same {call.name} call was repeated {count} times; the run is stopped"
+                    self.emit(ErrorNotice(stop))
+                    self._add_result(call, ToolResult(f"refused: {stop}", is_error=True), 0.0)
                     answered.add(call.id)
                     continue
                 began = time.perf_counter()

@@ -159,9 +159,7 @@ class _Accumulator:
     def _read_usage(self, raw: Any) -> None:
         data = raw if isinstance(raw, dict) else raw.model_dump()
         details = data.get("prompt_tokens_details") or {}
-        cached = data.get("cached_tokens") or (
-            details.get("cached_tokens") if isinstance(details, dict) else 0
-        )
+        cached = data.get("cached_tokens") or (details.get("cached_tokens") if isinstance(details, dict) else 0)
         self.usage = Usage(
             prompt_tokens=int(data.get("prompt_tokens") or 0),
             completion_tokens=int(data.get("completion_tokens") or 0),
@@ -172,9 +170,7 @@ class _Accumulator:
         if self.finish_reason is None:
             raise StreamIncomplete("no finish_reason before the stream ended")
         calls = [
-            ToolCallRequest(
-                id=slot["id"] or f"call_{index}", name=slot["name"], arguments="".join(slot["args"])
-            )
+            ToolCallRequest(id=slot["id"] or f"call_{index}", name=slot["name"], arguments="".join(slot["args"]))
             for index, slot in sorted(self.calls.items())
         ]
         return Completion(

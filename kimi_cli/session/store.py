@@ -76,9 +76,7 @@ class Session:
     def latest(cls, workspace: Path) -> Session:
         infos = list_sessions(workspace)
         if not infos:
-            raise ConfigError(
-                "no earlier session in this workspace to continue; start one with `kimi -p TASK`"
-            )
+            raise ConfigError("no earlier session in this workspace to continue; start one with `kimi -p TASK`")
         return cls.open(workspace, infos[0].id)
 
     def append(self, record: dict[str, Any]) -> None:

@@ -34,6 +34,8 @@ class HeadlessRenderer:
         self.extra: dict[str, Any] = {}
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, Finished) and event.message:
+            self.err.write(f"kimi: {event.reason}: {event.message}\n")
         if self.fmt == "stream-json":
             self.out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             self.out.flush()
@@ -66,7 +68,5 @@ class HeadlessRenderer:
         else:
             if event.text:
                 self.out.write(event.text.rstrip("\n") + "\n")
-            if event.reason != "done":
-                self.err.write(f"stopped: {event.reason} (exit {event.exit_code})\n")
         self.out.flush()
         self.err.flush()

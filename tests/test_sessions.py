@@ -1,0 +1,94 @@
+"""Sessions: the JSONL log survives SIGKILL, --continue/--resume send the history back, `kimi sessions` lists."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call
+from scripted_server import ScriptedModelServer
+
+from kimi_cli.session.history import INTERRUPTED, repair_history
+
+
+def _session_logs(home: Path) -> list[Path]:
+    return sorted((home / ".kimi" / "sessions").glob("*/*/context.jsonl"))
+
+
+def test_sigkill_mid_step_then_continue_resumes_with_history(
+    repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    write = tool_call("WriteFile", {"path": "notes.txt", "content": "step one\n"}, "WriteFile:0")
+    server.add({"tool_calls": [write]}, {"hang": 20, "text": "never delivered"})
+    full_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
+    proc = subprocess.Popen(
+        [*kimi_executable(), "-p", "write notes", "--output-format", "json"],
+        cwd=repo, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while len(server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(server.requests) == 2, "the second step never started"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert (repo / "notes.txt").read_text() == "step one\n"
+
+    server.add({"text": "resumed and finished"})
+    done = run_kimi(["-p", "go on", "--continue", "--output-format", "json"], repo, env, server)
+    assert done.returncode == 0, done.stderr
+    assert result_json(done)["text"] == "resumed and finished"
+    history = server.requests[2]["messages"]
+    assert [m["role"] for m in history] == ["system", "user", "assistant", "tool", "user"]
+    assert history[1]["content"] == "write notes"
+    assert history[2]["tool_calls"][0]["id"] == "WriteFile:0"
+    assert history[3]["tool_call_id"] == "WriteFile:0"
+    assert history[4]["content"] == "go on"
+    assert len(_session_logs(home)) == 1  # the same session went on
+
+
+def test_torn_last_line_is_tolerated_on_resume(repo: Path, env: dict, home: Path, server: ScriptedModelServer) -> None:
+    server.add({"text": "first"})
+    first = run_kimi(["-p", "one", "--output-format", "json"], repo, env, server)
+    sid = result_json(first)["session_id"]
+    with _session_logs(home)[0].open("a") as fh:
+        fh.write('{"kind": "message", "message": {"role": "assi')
+    server.add({"text": "second"})
+    second = run_kimi(["-p", "two", "--resume", sid, "--output-format", "json"], repo, env, server)
+    assert second.returncode == 0, second.stderr
+    roles = [m["role"] for m in server.requests[1]["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+
+
+def test_sessions_command_lists_newest_first(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    server.add({"text": "a"}, {"text": "b"})
+    a = result_json(run_kimi(["-p", "task alpha", "--output-format", "json"], repo, env, server))["session_id"]
+    b = result_json(run_kimi(["-p", "task beta", "--output-format", "json"], repo, env, server))["session_id"]
+    listing = run_kimi(["sessions"], repo, env).stdout.splitlines()
+    assert listing[0].startswith(b) and "task beta" in listing[0]
+    assert listing[1].startswith(a)
+
+
+def test_resume_unknown_id_is_a_usage_error(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    proc = run_kimi(["-p", "x", "--resume", "nope"], repo, env, server)
+    assert proc.returncode == 2 and "kimi sessions" in proc.stderr
+
+
+def test_continue_without_a_session_is_a_usage_error(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    proc = run_kimi(["-p", "x", "--continue"], repo, env, server)
+    assert proc.returncode == 2 and "no earlier session" in proc.stderr
+
+
+def test_repair_adds_interrupted_results_and_drops_orphans() -> None:
+    calls = [{"id": "a", "type": "function", "function": {"name": "Shell", "arguments": "{}"}},
+             {"id": "b", "type": "function", "function": {"name": "Shell", "arguments": "{}"}}]
+    history = [
+        {"role": "user", "content": "t"},
+        {"role": "tool", "tool_call_id": "zzz", "content": "orphan"},
+        {"role": "assistant", "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "a", "content": "ok"},
+    ]
+    repaired = repair_history(history)
+    assert [m.get("tool_call_id") for m in repaired if m["role"] == "tool"] == ["a", "b"]
+    assert repaired[-1]["content"] == INTERRUPTED

@@ -17,12 +17,14 @@ def test_bad_json_unknown_tool_and_missing_arg_go_back_to_the_model(
     repo: Path, env: dict, server: ScriptedModelServer
 ) -> None:
     server.add(
-        {"tool_calls": [
-            {"id": "a", "name": "ReadFile", "arguments": '{"path": "calc.py"'},
-            {"id": "b", "name": "DeleteEverything", "arguments": {}},
-            {"id": "c", "name": "ReadFile", "arguments": {}},
-            {"id": "d", "name": "ReadFile", "arguments": {"path": "../../etc/passwd"}},
-        ]},
+        {
+            "tool_calls": [
+                {"id": "a", "name": "ReadFile", "arguments": '{"path": "calc.py"'},
+                {"id": "b", "name": "DeleteEverything", "arguments": {}},
+                {"id": "c", "name": "ReadFile", "arguments": {}},
+                {"id": "d", "name": "ReadFile", "arguments": {"path": "../../etc/passwd"}},
+            ]
+        },
         {"text": "recovered"},
     )
     proc = run_kimi(["-p", "go", "--output-format", "json"], repo, env, server)

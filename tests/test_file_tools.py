@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import git
 
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.toolset import default_tools
+
+from conftest import git
 
 
 def call(root: Path, name: str, args: dict) -> tuple[str, bool]:
@@ -55,7 +56,7 @@ def test_write_through_symlink_leading_out_is_refused(ws: Path, tmp_path: Path) 
 def test_symlink_loop_gives_an_error_not_a_crash(ws: Path) -> None:
     (ws / "loop1").symlink_to(ws / "loop2")
     (ws / "loop2").symlink_to(ws / "loop1")
-    out, err = call(ws, "ReadFile", {"path": "loop1"})
+    _out, err = call(ws, "ReadFile", {"path": "loop1"})
     assert err
 
 
@@ -75,7 +76,7 @@ def test_non_utf8_is_read_with_a_note_and_refused_for_editing(ws: Path) -> None:
 
 
 def test_write_file_creates_parents_and_leaves_no_temp_files(ws: Path) -> None:
-    out, err = call(ws, "WriteFile", {"path": "deep/er/new.txt", "content": "hi\n"})
+    _out, err = call(ws, "WriteFile", {"path": "deep/er/new.txt", "content": "hi\n"})
     assert not err
     assert (ws / "deep/er/new.txt").read_text() == "hi\n"
     assert [p.name for p in (ws / "deep/er").iterdir()] == ["new.txt"]
@@ -92,8 +93,9 @@ def test_str_replace_requires_a_unique_match(ws: Path) -> None:
     (ws / "d.txt").write_text("x = 1\nx = 1\n")
     out, err = call(ws, "StrReplaceFile", {"path": "d.txt", "edit": {"old": "x = 1", "new": "x = 2"}})
     assert err and "occurs 2 times" in out
-    out, err = call(ws, "StrReplaceFile", {"path": "d.txt", "edit": {"old": "x = 1", "new": "x = 2",
-                                                                        "replace_all": True}})
+    out, err = call(
+        ws, "StrReplaceFile", {"path": "d.txt", "edit": {"old": "x = 1", "new": "x = 2", "replace_all": True}}
+    )
     assert not err and (ws / "d.txt").read_text() == "x = 2\nx = 2\n"
 
 

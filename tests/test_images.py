@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kimi_cli.images import find_image_refs
+
 from conftest import run_kimi
 from scripted_server import ScriptedModelServer
-
-from kimi_cli.images import find_image_refs
 
 
 def test_at_references_are_found_without_emails() -> None:

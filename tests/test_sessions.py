@@ -7,10 +7,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from kimi_cli.session.history import INTERRUPTED, repair_history
+
 from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
-
-from kimi_cli.session.history import INTERRUPTED, repair_history
 
 
 def _session_logs(home: Path) -> list[Path]:
@@ -25,7 +25,11 @@ def test_sigkill_mid_step_then_continue_resumes_with_history(
     full_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
     proc = subprocess.Popen(
         [*kimi_executable(), "-p", "write notes", "--output-format", "json"],
-        cwd=repo, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=repo,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 30
     while len(server.requests) < 2 and time.monotonic() < deadline:
@@ -81,8 +85,10 @@ def test_continue_without_a_session_is_a_usage_error(repo: Path, env: dict, serv
 
 
 def test_repair_adds_interrupted_results_and_drops_orphans() -> None:
-    calls = [{"id": "a", "type": "function", "function": {"name": "Shell", "arguments": "{}"}},
-             {"id": "b", "type": "function", "function": {"name": "Shell", "arguments": "{}"}}]
+    calls = [
+        {"id": "a", "type": "function", "function": {"name": "Shell", "arguments": "{}"}},
+        {"id": "b", "type": "function", "function": {"name": "Shell", "arguments": "{}"}},
+    ]
     history = [
         {"role": "user", "content": "t"},
         {"role": "tool", "tool_call_id": "zzz", "content": "orphan"},

@@ -6,8 +6,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from kimi_cli.tools.schema import function_schema
 from pydantic import BaseModel
+
+from kimi_cli.tools.schema import function_schema
 
 if TYPE_CHECKING:
     from kimi_cli.tools.workspace import Workspace

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 
+from pydantic import BaseModel, Field
+
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import list_files
-from pydantic import BaseModel, Field
 
 MAX_MATCHES = 1000
 

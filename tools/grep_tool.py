@@ -6,11 +6,12 @@ import asyncio
 import re
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import list_files, looks_binary
 from kimi_cli.tools.glob_tool import glob_match
 from kimi_cli.tools.output import cap_text
-from pydantic import BaseModel, Field
 
 MAX_FILE_BYTES = 5_000_000
 

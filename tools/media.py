@@ -5,8 +5,9 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from pydantic import BaseModel, Field
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import SNIFF_BYTES, looks_binary
-from pydantic import BaseModel, Field
 
 MAX_LINE_CHARS = 2000
 MAX_OUTPUT_CHARS = 100_000

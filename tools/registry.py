@@ -6,8 +6,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from pydantic import ValidationError
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 
 class ToolRegistry:

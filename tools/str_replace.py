@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field, model_validator
+
 from kimi_cli.tools.atomic import atomic_write
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import looks_binary
 from kimi_cli.tools.write_file import unified_diff
-from pydantic import BaseModel, Field, model_validator
 
 
 class Edit(BaseModel):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolResult
 from pydantic import BaseModel, Field
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolResult
 
 MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 from typing import Literal
 
+from pydantic import BaseModel, Field
+
 from kimi_cli.tools.atomic import atomic_write
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
-from pydantic import BaseModel, Field
 
 
 class WriteFileParams(BaseModel):

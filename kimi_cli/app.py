@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,12 +16,17 @@ from typing import Any
 from kimi_cli.agent.events import Finished
 from kimi_cli.agent.loop import Agent, RunOutcome
 from kimi_cli.agent.prompt import system_prompt
+from kimi_cli.approval import HeadlessApprover
 from kimi_cli.config import Config, load_config, resolve_endpoint
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.images import build_user_message
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.session.store import Session
 from kimi_cli.tools.base import ToolContext
+from kimi_cli.tools.sandbox.base import Sandbox
+from kimi_cli.tools.sandbox.policy import build_policy
+from kimi_cli.tools.sandbox.select import open_sandbox
+from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.toolset import default_tools
 from kimi_cli.ui.headless import HeadlessRenderer, OutputFormat
@@ -60,7 +67,20 @@ def run_headless(opts: RunOptions) -> int:
         if not prompt.strip() and not (opts.continue_latest or opts.resume_id):
             raise KimiError("no task given: pass -p 'TASK' or pipe it on stdin", ExitCode.USAGE)
         user_message = build_user_message(prompt.strip() or RESUME_PROMPT, opts.images, opts.workdir)
+        private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
+        policy = build_policy(
+            opts.workdir,
+            private_tmp,
+            network=config.sandbox.allow_network,
+            extra_hidden=config.sandbox.hidden_paths,
+        )
         session, history = open_session(opts, config, endpoint.model)
+        docker = {
+            "image": config.sandbox.docker_image,
+            "memory": config.sandbox.docker_memory,
+            "pids_limit": config.sandbox.docker_pids_limit,
+        }
+        sandbox = open_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, session.id)
     except KimiError as exc:
         sys.stderr.write(f"kimi: {exc}\n")
         return int(exc.exit_code)
@@ -69,7 +89,7 @@ def run_headless(opts: RunOptions) -> int:
     ctx = ToolContext(workspace=Workspace(opts.workdir))
     agent = Agent(
         provider=provider,
-        registry=default_tools(),
+        registry=default_tools([Shell(sandbox, config.shell.default_timeout, HeadlessApprover(config.yolo))]),
         ctx=ctx,
         recorder=session,
         emit=renderer,
@@ -78,7 +98,8 @@ def run_headless(opts: RunOptions) -> int:
         max_tokens=config.max_tokens,
     )
     started = time.perf_counter()
-    outcome = _run_agent(agent, user_message)
+    outcome = _run_agent(agent, user_message, sandbox)
+    shutil.rmtree(private_tmp, ignore_errors=True)
     outcome.message = provider.redact(outcome.message)
     renderer.extra = {
         "timing": {
@@ -105,7 +126,7 @@ def run_headless(opts: RunOptions) -> int:
     return int(outcome.exit_code)
 
 
-def _run_agent(agent: Agent, user_message: dict[str, Any]) -> RunOutcome:
+def _run_agent(agent: Agent, user_message: dict[str, Any], sandbox: Sandbox) -> RunOutcome:
     """Run the loop; Ctrl-C and SIGTERM cancel it cleanly, errors become an outcome with a message."""
 
     async def main() -> RunOutcome:
@@ -115,7 +136,10 @@ def _run_agent(agent: Agent, user_message: dict[str, Any]) -> RunOutcome:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, task.cancel)
-        return await agent.run(user_message)
+        try:
+            return await agent.run(user_message)
+        finally:
+            await asyncio.shield(sandbox.close())
 
     try:
         return asyncio.run(main())

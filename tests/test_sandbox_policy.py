@@ -1,0 +1,92 @@
+"""The policy as data, and the exact argv / container options it turns into."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kimi_cli.tools.sandbox.base import OutputCollector
+from kimi_cli.tools.sandbox.bwrap import bwrap_argv
+from kimi_cli.tools.sandbox.docker_backend import KEEPER, container_options
+from kimi_cli.tools.sandbox.policy import HiddenPath, SandboxPolicy, build_policy, scrub_env
+
+
+def policy(network: bool = False) -> SandboxPolicy:
+    return SandboxPolicy(
+        workspace=Path("/w"),
+        private_tmp=Path("/t"),
+        read_only=(Path("/w/.git"),),
+        hidden=(HiddenPath(Path("/h/.ssh"), True), HiddenPath(Path("/h/.netrc"), False)),
+        network=network,
+        env={"PATH": "/bin", "HOME": "/h"},
+    )
+
+
+def test_bwrap_argv_is_exact() -> None:
+    assert bwrap_argv(policy(), ["bash", "-c", "ls"]) == [
+        "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--bind", "/t", "/tmp",
+        "--bind", "/w", "/w",
+        "--ro-bind", "/w/.git", "/w/.git",
+        "--tmpfs", "/h/.ssh", "--remount-ro", "/h/.ssh",
+        "--ro-bind", "/dev/null", "/h/.netrc",
+        "--unshare-net",
+        "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--clearenv", "--setenv", "HOME", "/h", "--setenv", "PATH", "/bin",
+        "--chdir", "/w", "--", "bash", "-c", "ls",
+    ]  # fmt: skip
+
+
+def test_bwrap_argv_keeps_the_network_only_when_allowed() -> None:
+    assert "--unshare-net" not in bwrap_argv(policy(network=True), ["true"])
+
+
+def test_scrub_env_drops_secrets_and_keeps_basics() -> None:
+    env = scrub_env({
+        "KIMI_API_KEY": "k", "MOONSHOT_API_KEY": "k", "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
+        "DB_PASSWORD": "p", "MY_SECRET": "s", "SSH_KEY": "k", "BASH_ENV": "/x", "EDITOR": "vi", "PATH": "/bin",
+    })  # fmt: skip
+    assert set(env) == {"EDITOR", "PATH", "HOME", "LANG"}
+
+
+def test_build_policy_hides_existing_credential_stores_and_git(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".netrc").write_text("machine x")
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    pol = build_policy(ws, tmp_path / "t", environ={"HOME": str(home), "KIMI_API_KEY": "k"},
+                       extra_hidden=[str(tmp_path / "vault")])
+    assert pol.hidden == (HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False))
+    assert pol.read_only == (ws / ".git",)
+    assert "KIMI_API_KEY" not in pol.env and pol.network is False
+
+
+def test_build_policy_never_hides_the_workspace_itself(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ws = home / ".kimi" / "project"
+    ws.mkdir(parents=True)
+    pol = build_policy(ws, tmp_path / "t", environ={"HOME": str(home)})
+    assert pol.hidden == ()
+
+
+def test_container_options_map_the_policy() -> None:
+    opts = container_options(policy(), "img:1", "1g", 128, "sid")
+    assert opts["network_mode"] == "none"
+    assert opts["volumes"] == {"/w": {"bind": "/w", "mode": "rw"}, "/w/.git": {"bind": "/w/.git", "mode": "ro"}}
+    assert opts["read_only"] is True and opts["cap_drop"] == ["ALL"]
+    assert (opts["mem_limit"], opts["pids_limit"], opts["command"]) == ("1g", 128, KEEPER)
+    assert "KIMI_API_KEY" not in opts["environment"]
+    assert container_options(policy(network=True), "img", "1g", 128, "s")["network_mode"] == "host"
+
+
+def test_output_collector_keeps_head_and_tail_in_bounded_memory() -> None:
+    collector = OutputCollector(cap=100)
+    collector.feed(b"H" * 80)
+    for _ in range(10_000):
+        collector.feed(b"x" * 1000)
+    collector.feed(b"T" * 33)
+    collector.feed(b"T")
+    assert collector.tail_len < 2_000
+    text, cut = collector.result()
+    assert text.startswith("H" * 66 + "\n") and text.endswith(" ...]\n\n" + "T" * 34)
+    assert cut == 80 + 10_000_000 + 34 - 100

@@ -1,0 +1,113 @@
+"""What every sandbox backend shares: the result type, bounded output capture, and process-group runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass
+class ExecResult:
+    output: str
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    bytes_cut: int = 0
+
+
+class Sandbox(Protocol):
+    """A place to run shell commands under a policy."""
+
+    name: str
+
+    async def run(self, command: str, timeout: float) -> ExecResult: ...
+
+    async def close(self) -> None: ...
+
+
+class OutputCollector:
+    """Keeps the head and the tail of a byte stream within a cap, so a flood cannot exhaust memory."""
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap = cap * 2 // 3
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_len = 0
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail.append(data)
+        self.tail_len += len(data)
+        while self.tail and self.tail_len - len(self.tail[0]) >= self.tail_cap:
+            self.tail_len -= len(self.tail.popleft())
+
+    def result(self) -> tuple[str, int]:
+        tail = b"".join(self.tail)[-self.tail_cap :] if self.tail else b""
+        cut = self.total - len(self.head) - len(tail)
+        text = self.head.decode("utf-8", errors="replace")
+        if cut > 0:
+            text += f"\n\n[... {cut} bytes of output cut; the first and last parts are shown ...]\n\n"
+        return text + tail.decode("utf-8", errors="replace"), max(cut, 0)
+
+
+async def run_process_group(argv: list[str], *, cwd: str, env: dict[str, str], timeout: float, cap: int) -> ExecResult:
+    """Run argv in its own process group; on timeout or cancellation kill the whole group."""
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    collector = OutputCollector(cap)
+    assert proc.stdout is not None
+
+    async def read_all() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            collector.feed(chunk)
+
+    async def pump() -> None:
+        reader = asyncio.ensure_future(read_all())
+        await proc.wait()
+        # A background child may still hold the pipe open: give it a moment, then end the group.
+        try:
+            await asyncio.wait_for(asyncio.shield(reader), 1.0)
+        except TimeoutError:
+            kill_group(proc.pid)
+            await reader
+
+    timed_out = False
+    try:
+        await asyncio.wait_for(pump(), timeout)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        kill_group(proc.pid)  # nothing started by the command outlives it
+        if proc.returncode is None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), 5)
+    text, cut = collector.result()
+    return ExecResult(text, None if timed_out else proc.returncode, timed_out, time.monotonic() - started, cut)
+
+
+def kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

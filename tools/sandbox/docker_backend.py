@@ -1,0 +1,160 @@
+"""DockerSandbox: one container per session, started on first use, removed at exit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import threading
+import time
+from typing import Any
+
+from kimi_cli.tools.sandbox.base import ExecResult, OutputCollector
+from kimi_cli.tools.sandbox.policy import SANE_PATH, SandboxPolicy
+
+# Runs the command, then kills whatever it left behind (kill -1 spares the caller and pid 1, the keeper).
+WRAPPER = '"$0" -c "$1"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+KEEPER = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
+
+
+def docker_client() -> Any:
+    import docker  # heavy: only when the docker backend is used
+
+    return docker.from_env(timeout=30)
+
+
+def docker_works() -> tuple[bool, str]:
+    try:
+        docker_client().ping()
+    except Exception as exc:
+        return False, f"the Docker engine does not answer ({type(exc).__name__})"
+    return True, ""
+
+
+def container_options(policy: SandboxPolicy, image: str, memory: str, pids_limit: int, session: str) -> dict[str, Any]:
+    """The keyword arguments for containers.run; a pure function so the policy mapping is testable."""
+    ws = str(policy.workspace)
+    volumes = {ws: {"bind": ws, "mode": "rw"}}
+    for path in policy.read_only:
+        volumes[str(path)] = {"bind": str(path), "mode": "ro"}
+    return {
+        "image": image,
+        "command": KEEPER,
+        "detach": True,
+        "name": f"kimi-{session}-{secrets.token_hex(3)}",
+        "labels": {"kimi.session": session, "kimi.pid": str(os.getpid())},
+        "network_mode": "host" if policy.network else "none",
+        "mem_limit": memory,
+        "pids_limit": pids_limit,
+        "volumes": volumes,
+        "working_dir": ws,
+        "read_only": True,
+        "tmpfs": {"/tmp": "rw,exec,nosuid,size=1g"},
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "environment": {"PATH": SANE_PATH, "HOME": "/root", "LANG": "C.UTF-8"},
+    }
+
+
+class DockerSandbox:
+    """Commands run through `docker exec` in a long-lived, locked-down container."""
+
+    name = "docker"
+
+    def __init__(
+        self, policy: SandboxPolicy, output_cap: int, image: str, memory: str, pids_limit: int, session: str
+    ) -> None:
+        self.policy = policy
+        self.output_cap = output_cap
+        self.options = container_options(policy, image, memory, pids_limit, session)
+        self._client: Any = None
+        self._container: Any = None
+        self._shell = "sh"
+
+    @property
+    def container_id(self) -> str | None:
+        return self._container.id if self._container is not None else None
+
+    def _ensure(self) -> Any:
+        if self._container is None:
+            import docker.errors
+
+            self._client = docker_client()
+            reap_orphans(self._client)
+            try:
+                self._container = self._client.containers.run(**self.options)
+            except docker.errors.ImageNotFound:
+                raise RuntimeError(
+                    f"docker image {self.options['image']!r} is not available locally; build or pull it, "
+                    "or set sandbox.docker_image in .kimi/config.toml"
+                ) from None
+            probe = self._client.api.exec_create(self._container.id, ["sh", "-c", "command -v bash"])
+            if self._client.api.exec_start(probe["Id"]).strip():
+                self._shell = "bash"
+        return self._container
+
+    async def run(self, command: str, timeout: float) -> ExecResult:
+        started = time.monotonic()
+        await asyncio.to_thread(self._ensure)
+        api = self._client.api
+        exec_id = api.exec_create(
+            self._container.id, ["sh", "-c", WRAPPER, self._shell, command], workdir=str(self.policy.workspace)
+        )["Id"]
+        collector = OutputCollector(self.output_cap)
+        done = threading.Event()
+
+        def pump() -> None:
+            try:
+                for chunk in api.exec_start(exec_id, stream=True):
+                    collector.feed(chunk)
+            finally:
+                done.set()
+
+        reader = asyncio.ensure_future(asyncio.to_thread(pump))
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.shield(reader), timeout)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            if not done.is_set():
+                await asyncio.to_thread(self._kill_all)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(reader, 10)
+        code = None if timed_out else api.exec_inspect(exec_id).get("ExitCode")
+        text, cut = collector.result()
+        return ExecResult(text, code, timed_out, time.monotonic() - started, cut)
+
+    def _kill_all(self) -> None:
+        with contextlib.suppress(Exception):
+            kid = self._client.api.exec_create(self._container.id, ["sh", "-c", "kill -9 -1"])
+            self._client.api.exec_start(kid["Id"])
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.close_sync)
+
+    def close_sync(self) -> None:
+        if self._container is not None:
+            with contextlib.suppress(Exception):
+                self._container.remove(force=True)
+            self._container = None
+
+
+def reap_orphans(client: Any) -> None:
+    """Remove containers left by kimi processes that died without cleaning up (SIGKILL, power loss)."""
+    with contextlib.suppress(Exception):
+        for container in client.containers.list(all=True, filters={"label": "kimi.pid"}):
+            pid = int(container.labels.get("kimi.pid", "0"))
+            if pid and not _alive(pid):
+                container.remove(force=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

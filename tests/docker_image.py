@@ -13,8 +13,33 @@ import subprocess
 import tarfile
 
 IMAGE = "kimi-sandbox-test:2"
-APPLETS = ("sh", "sleep", "touch", "env", "mount", "yes", "head", "cat", "echo", "ls", "kill", "id", "rm",
-           "mkdir", "true", "false", "wc", "ps", "nc", "wget", "chmod", "grep", "sed", "printf", "test")
+APPLETS = (
+    "sh",
+    "sleep",
+    "touch",
+    "env",
+    "mount",
+    "yes",
+    "head",
+    "cat",
+    "echo",
+    "ls",
+    "kill",
+    "id",
+    "rm",
+    "mkdir",
+    "true",
+    "false",
+    "wc",
+    "ps",
+    "nc",
+    "wget",
+    "chmod",
+    "grep",
+    "sed",
+    "printf",
+    "test",
+)
 
 
 def _libs(binary: str) -> list[str]:
@@ -29,7 +54,20 @@ def build_rootfs_tar() -> bytes:
         raise RuntimeError("busybox and bash are needed to build the test image")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for d in ("bin", "tmp", "root", "etc", "proc", "sys", "dev", "usr", "usr/bin", "lib", "lib64", "lib/x86_64-linux-gnu"):
+        for d in (
+            "bin",
+            "tmp",
+            "root",
+            "etc",
+            "proc",
+            "sys",
+            "dev",
+            "usr",
+            "usr/bin",
+            "lib",
+            "lib64",
+            "lib/x86_64-linux-gnu",
+        ):
             info = tarfile.TarInfo(d)
             info.type = tarfile.DIRTYPE
             info.mode = 0o1777 if d == "tmp" else 0o755

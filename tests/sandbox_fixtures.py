@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import git
 
 from kimi_cli.tools.base import ToolContext, ToolResult
 from kimi_cli.tools.sandbox.bwrap import BwrapSandbox
@@ -20,6 +19,8 @@ from kimi_cli.tools.sandbox.docker_backend import DockerSandbox, docker_works
 from kimi_cli.tools.sandbox.policy import build_policy
 from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
+
+from conftest import git
 
 SECRET = "sk-sandbox-SECRET-42"
 
@@ -68,8 +69,14 @@ def make_rig(tmp_path: Path, backend: str, network: bool = False) -> tuple[Rig, 
     outside.mkdir()
     private_tmp = tmp_path / "private-tmp"
     private_tmp.mkdir()
-    environ = {**os.environ, "HOME": str(home), "KIMI_API_KEY": SECRET, "GITHUB_TOKEN": SECRET,
-               "DB_PASSWORD": SECRET, "AWS_SECRET_ACCESS_KEY": SECRET}
+    environ = {
+        **os.environ,
+        "HOME": str(home),
+        "KIMI_API_KEY": SECRET,
+        "GITHUB_TOKEN": SECRET,
+        "DB_PASSWORD": SECRET,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+    }
     policy = build_policy(ws, private_tmp, network=network, environ=environ)
     if backend == "bwrap":
         sandbox: object = BwrapSandbox(policy, 30_000)

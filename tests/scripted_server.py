@@ -88,6 +88,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        # Like production servers: without this, Nagle + delayed ACK stall each small SSE chunk ~40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             data = {
@@ -108,13 +113,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:
+        started = time.perf_counter()
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         body = json.loads(raw or b"{}")
-        started = time.perf_counter()
         entry = self.owner.next_entry(body, {k.lower(): v for k, v in self.headers.items()})
         try:
             self._answer(entry, body)

@@ -54,8 +54,9 @@ def test_build_policy_hides_existing_credential_stores_and_git(tmp_path: Path) -
     (home / ".netrc").write_text("machine x")
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
-    pol = build_policy(ws, tmp_path / "t", environ={"HOME": str(home), "KIMI_API_KEY": "k"},
-                       extra_hidden=[str(tmp_path / "vault")])
+    pol = build_policy(
+        ws, tmp_path / "t", environ={"HOME": str(home), "KIMI_API_KEY": "k"}, extra_hidden=[str(tmp_path / "vault")]
+    )
     assert pol.hidden == (HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False))
     assert pol.read_only == (ws / ".git",)
     assert "KIMI_API_KEY" not in pol.env and pol.network is False

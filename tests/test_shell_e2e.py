@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call
 from sandbox_fixtures import docker_ready
+
+from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
 
 
@@ -62,8 +63,14 @@ def test_output_flood_keeps_agent_rss_under_200_mb(
     flags = sandbox_flags(backend, home)
     server.add(shell("yes | head -c 50000000", "f1"), {"text": "ok"})
     full_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
-    proc = subprocess.Popen([*kimi_executable(), "-p", "flood", *flags], cwd=repo, env=full_env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*kimi_executable(), "-p", "flood", *flags],
+        cwd=repo,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     assert proc.returncode == 0
@@ -84,16 +91,23 @@ def test_docker_container_is_network_none_and_removed_after_sigterm(
     before = set(_kimi_containers())
     server.add(shell("sleep 30", "d1"), {"text": "never"})
     full_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
-    proc = subprocess.Popen([*kimi_executable(), "-p", "sleep", *flags], cwd=repo, env=full_env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*kimi_executable(), "-p", "sleep", *flags],
+        cwd=repo,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     new: list[str] = []
     while time.monotonic() < deadline and not new:
         new = [c for c in _kimi_containers() if c not in before]
         time.sleep(0.2)
     assert new, "no container was started"
-    mode = subprocess.run(["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", new[0]],
-                          capture_output=True, text=True).stdout.strip()
+    mode = subprocess.run(
+        ["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", new[0]], capture_output=True, text=True
+    ).stdout.strip()
     assert mode == "none"
     time.sleep(1.0)  # let the exec start
     proc.send_signal(signal.SIGTERM)

@@ -18,6 +18,7 @@ class ToolRegistry:
         self._tools: dict[str, Tool[Any]] = {}
         for tool in tools:
             self._tools[tool.name] = tool
+        self._schemas: list[dict[str, Any]] | None = None
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -30,7 +31,10 @@ class ToolRegistry:
         return list(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._tools.values()]
+        """Built once: the schemas are part of the cached prompt prefix and must not change mid-session."""
+        if self._schemas is None:
+            self._schemas = [tool.schema() for tool in self._tools.values()]
+        return self._schemas
 
     async def call(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolResult:
         """Run one call from the model. Unknown tools, broken JSON and bad args come back as errors."""

@@ -100,16 +100,18 @@ class ChatProvider:
         self, messages: list[Message], tools: list[dict[str, Any]], cb: StreamCallbacks
     ) -> Completion:
         client = self._get_client()
-        kwargs: dict[str, Any] = {
-            "model": self.endpoint.model,
-            "messages": messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "extra_body": {"prompt_cache_key": self.session_id},
-        }
+        # The history and tool schemas go in extra_body: they are plain JSON already, and the client's
+        # typed-dict transform of `messages` costs ~30 ms per request on a long session (measured).
+        body: dict[str, Any] = {"messages": messages, "prompt_cache_key": self.session_id}
         if tools:
-            kwargs["tools"] = tools
-        stream = await client.chat.completions.create(**kwargs)
+            body["tools"] = tools
+        stream = await client.chat.completions.create(
+            model=self.endpoint.model,
+            messages=[],
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_body=body,
+        )
         acc = _Accumulator()
         async with stream:
             async for chunk in stream:

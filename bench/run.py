@@ -1,0 +1,60 @@
+"""Run every benchmark and write bench/RESULTS.md. Usage: python3 bench/run.py [--quick]"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import shell_overhead  # noqa: E402
+import startup  # noqa: E402
+import step_overhead  # noqa: E402
+
+SECTIONS = [
+    (
+        "Start-up: `kimi --help` / `kimi --version` (issue 2; target <= 0.15 s)",
+        "python3 bench/startup.py 15",
+        lambda q: startup.main(5 if q else 15),
+    ),
+    (
+        "Harness overhead per step, 50-step scripted session (issue 2; target <= 20 ms)",
+        "python3 bench/step_overhead.py 5",
+        lambda q: step_overhead.main(2 if q else 5),
+    ),
+    (
+        "Shell tool overhead per call (issue 3; targets: bwrap <= +15 ms, docker warm <= +60 ms)",
+        "python3 bench/shell_overhead.py 30",
+        lambda q: shell_overhead.main(10 if q else 30),
+    ),
+]
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    cpu = subprocess.run(
+        ["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True
+    ).stdout.strip()
+    parts = [
+        "# Benchmark results",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {cpu or 'unknown CPU'}, "
+        f"Python {platform.python_version()}. Whole processes, medians; machines are noisy, so compare ratios.",
+        "Regenerate everything with `python3 bench/run.py` (after `pip install -e '.[dev]'`).",
+    ]
+    for title, command, fn in SECTIONS:
+        print(f"running: {title}", file=sys.stderr)
+        parts += ["", f"## {title}", "", f"Reproduce: `{command}`", "", fn(quick)]
+    notes = HERE / "NOTES.md"
+    if notes.exists():
+        parts += ["", notes.read_text().strip()]
+    (HERE / "RESULTS.md").write_text("\n".join(parts) + "\n")
+    print((HERE / "RESULTS.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -42,11 +42,11 @@ def main(runs: int = 30) -> str:
 
             backends.append(("docker (warm)", DockerSandbox(policy, 30_000, ensure_image(), "512m", 256, "bench")))
         ctx = ToolContext(workspace=Workspace(ws))
+        params = Shell.Params(command="true")
         loop = asyncio.new_event_loop()
         try:
             for name, sandbox in backends:
                 shell = Shell(sandbox)  # type: ignore[arg-type]
-                params = Shell.Params(command="true")
                 t = median(time_calls(lambda s=shell: loop.run_until_complete(s.run(params, ctx)), runs))
                 rows.append(
                     [f"Shell `true`, {name}", f"{t * 1000:.1f} ms", f"+{(t - base) * 1000:.1f} ms", f"{t / base:.2f}x"]

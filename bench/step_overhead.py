@@ -97,10 +97,8 @@ def main(runs: int = 5) -> str:
         ["inside the loop (start-up excluded)", f"{in_loop * 1000:.1f} ms", f"{in_loop / base:.2f}x"],
         ["`python -c pass` (reference)", f"{base * 1000:.1f} ms", "1.00x"],
     ]
-    extra = (
-        f"\nMedians of {runs} runs: wall {median([r['wall'] for r in results]):.2f} s, "
-        f"server {median([r['serve'] for r in results]):.2f} s, tools {median([r['tools'] for r in results]):.3f} s."
-    )
+    wall, serve, tools = (median([r[k] for r in results]) for k in ("wall", "serve", "tools"))
+    extra = f"\nMedians of {runs} runs: wall {wall:.2f} s, server {serve:.2f} s, tools {tools:.3f} s."
     return table(["harness overhead per step", "median", "ratio to python -c pass"], rows) + extra
 
 

@@ -112,6 +112,9 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = 
     }
 
 
+from sandbox_fixtures import net_rig, rig  # noqa: E402, F401  (fixtures shared by the sandbox tests)
+
+
 @pytest.fixture
 def png_bytes() -> bytes:
     """A real 2x2 PNG, made with zlib so no imaging library is needed."""

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,8 +20,6 @@ from kimi_cli.tools.sandbox.docker_backend import DockerSandbox, docker_works
 from kimi_cli.tools.sandbox.policy import build_policy
 from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
-
-from conftest import git
 
 SECRET = "sk-sandbox-SECRET-42"
 
@@ -59,7 +58,7 @@ def docker_ready() -> tuple[bool, str]:
 def make_rig(tmp_path: Path, backend: str, network: bool = False) -> tuple[Rig, object]:
     ws = tmp_path / "ws"
     ws.mkdir()
-    git(ws, "init", "-q")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text("-----BEGIN PRIVATE KEY-----\n")

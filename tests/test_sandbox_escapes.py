@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import SECRET, CountingServer, Rig, net_rig, rig  # noqa: F401
+from sandbox_fixtures import SECRET, CountingServer, Rig
 
 
 def test_write_outside_the_workspace_fails(rig: Rig) -> None:

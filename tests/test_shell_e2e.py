@@ -75,7 +75,7 @@ def test_output_flood_keeps_agent_rss_under_200_mb(
     proc.returncode = os.waitstatus_to_exitcode(status)
     assert proc.returncode == 0
     assert usage.ru_maxrss < 200 * 1024, f"peak RSS {usage.ru_maxrss} KiB"
-    flood_result = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    flood_result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert "bytes of output cut" in flood_result and len(flood_result) < 40_000
 
 
@@ -122,7 +122,7 @@ def test_sandbox_none_refuses_commands_without_yolo(repo: Path, env: dict, serve
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("without isolation") == 1
     assert not (repo / "made-it").exists()
-    refusal = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    refusal = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert "--yolo" in refusal
 
 
@@ -147,5 +147,5 @@ def test_shell_timeout_via_kimi_reports_it(repo: Path, env: dict, server: Script
     proc = run_kimi(["-p", "x"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 15
-    result = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert result.startswith("timed out after 1 s")

@@ -1,13 +1,11 @@
-"""Wires config, session, provider, tools and a renderer into one headless run."""
+"""A headless run: one task through the agent, rendered as text, json or stream-json."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,21 +13,12 @@ from typing import Any
 
 from kimi_cli.agent.events import Finished
 from kimi_cli.agent.loop import Agent, RunOutcome
-from kimi_cli.agent.prompt import system_prompt
 from kimi_cli.approval import HeadlessApprover
-from kimi_cli.config import Config, load_config, resolve_endpoint
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.images import build_user_message
-from kimi_cli.llm.provider import ChatProvider
-from kimi_cli.session.store import Session
-from kimi_cli.tools.base import ToolContext
-from kimi_cli.tools.sandbox.base import Sandbox
-from kimi_cli.tools.sandbox.policy import build_policy
-from kimi_cli.tools.sandbox.select import open_sandbox
-from kimi_cli.tools.shell import Shell
-from kimi_cli.tools.workspace import Workspace
-from kimi_cli.toolset import default_tools
+from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.ui.headless import HeadlessRenderer, OutputFormat
+from kimi_cli.workspace_git import switch_to_work_branch
 
 RESUME_PROMPT = "Continue the task from where you left off."
 
@@ -44,62 +33,34 @@ class RunOptions:
     images: list[str] = field(default_factory=list)
     continue_latest: bool = False
     resume_id: str | None = None
+    branch: str | None = None
     config_flags: dict[str, Any] = field(default_factory=dict)
-
-
-def open_session(opts: RunOptions, config: Config, model: str) -> tuple[Session, list[dict[str, Any]]]:
-    """Create a new session, or reopen one with its repaired history."""
-    if opts.resume_id or opts.continue_latest:
-        session = Session.open(opts.workdir, opts.resume_id) if opts.resume_id else Session.latest(opts.workdir)
-        return session, session.messages()
-    session = Session.create(opts.workdir, (opts.prompt or "").strip().splitlines()[0] if opts.prompt else "", model)
-    system = {"role": "system", "content": system_prompt(opts.workdir)}
-    session.append_message(system)
-    return session, [system]
 
 
 def run_headless(opts: RunOptions) -> int:
     renderer = HeadlessRenderer(opts.output_format)
+    prompt = (opts.prompt or "").strip()
     try:
-        config = load_config(opts.workdir, opts.config_flags)
-        endpoint = resolve_endpoint(config)
-        prompt = opts.prompt if opts.prompt is not None else ""
-        if not prompt.strip() and not (opts.continue_latest or opts.resume_id):
+        if not prompt and not (opts.continue_latest or opts.resume_id):
             raise KimiError("no task given: pass -p 'TASK' or pipe it on stdin", ExitCode.USAGE)
-        user_message = build_user_message(prompt.strip() or RESUME_PROMPT, opts.images, opts.workdir)
-        private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
-        policy = build_policy(
-            opts.workdir,
-            private_tmp,
-            network=config.sandbox.allow_network,
-            extra_hidden=config.sandbox.hidden_paths,
-        )
-        session, history = open_session(opts, config, endpoint.model)
-        docker = {
-            "image": config.sandbox.docker_image,
-            "memory": config.sandbox.docker_memory,
-            "pids_limit": config.sandbox.docker_pids_limit,
-        }
-        sandbox = open_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, session.id)
+        user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir)
+        choice = SessionChoice(prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id)
+        runtime = Runtime.build(opts.workdir, opts.config_flags, choice)
     except KimiError as exc:
         sys.stderr.write(f"kimi: {exc}\n")
         return int(exc.exit_code)
+    try:
+        if opts.branch:
+            sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
+    except KimiError as exc:
+        sys.stderr.write(f"kimi: {exc}\n")
+        asyncio.run(runtime.aclose())
+        runtime.session.close()
+        return int(exc.exit_code)
 
-    provider = ChatProvider(endpoint, config.retry, session.id)
-    ctx = ToolContext(workspace=Workspace(opts.workdir))
-    agent = Agent(
-        provider=provider,
-        registry=default_tools([Shell(sandbox, config.shell.default_timeout, HeadlessApprover(config.yolo))]),
-        ctx=ctx,
-        recorder=session,
-        emit=renderer,
-        messages=history,
-        max_steps=config.max_steps,
-        max_tokens=config.max_tokens,
-    )
+    agent, provider = runtime.make_agent(renderer, HeadlessApprover(runtime.config.yolo))
     started = time.perf_counter()
-    outcome = _run_agent(agent, user_message, sandbox)
-    shutil.rmtree(private_tmp, ignore_errors=True)
+    outcome = run_until_done(agent, user_message, runtime)
     outcome.message = provider.redact(outcome.message)
     renderer.extra = {
         "timing": {
@@ -107,8 +68,8 @@ def run_headless(opts: RunOptions) -> int:
             "model_s": round(provider.model_seconds, 4),
             "tools_s": round(agent.tools_seconds, 4),
         },
-        "model": endpoint.model,
-        "provider": endpoint.provider,
+        "model": runtime.endpoint.model,
+        "provider": runtime.endpoint.provider,
     }
     agent.emit(
         Finished(
@@ -117,16 +78,16 @@ def run_headless(opts: RunOptions) -> int:
             text=outcome.text,
             steps=outcome.steps,
             usage=agent.usage.as_dict(),
-            session_id=session.id,
+            session_id=runtime.session.id,
             message=outcome.message,
         )
     )
-    session.set_status(outcome.reason)
-    session.close()
+    runtime.session.set_status(outcome.reason)
+    runtime.session.close()
     return int(outcome.exit_code)
 
 
-def _run_agent(agent: Agent, user_message: dict[str, Any], sandbox: Sandbox) -> RunOutcome:
+def run_until_done(agent: Agent, user_message: dict[str, Any], runtime: Runtime) -> RunOutcome:
     """Run the loop; Ctrl-C and SIGTERM cancel it cleanly, errors become an outcome with a message."""
 
     async def main() -> RunOutcome:
@@ -139,7 +100,7 @@ def _run_agent(agent: Agent, user_message: dict[str, Any], sandbox: Sandbox) -> 
         try:
             return await agent.run(user_message)
         finally:
-            await asyncio.shield(sandbox.close())
+            await asyncio.shield(runtime.aclose())
 
     try:
         return asyncio.run(main())

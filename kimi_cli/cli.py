@@ -72,6 +72,9 @@ def main_command(
     workdir: Annotated[
         Path | None, typer.Option("--workdir", "-w", help="Workspace folder (default: current directory).")
     ] = None,
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Create (or reuse) this git branch and switch to it first.")
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
@@ -106,6 +109,7 @@ def main_command(
         images=list(image or []),
         continue_latest=continue_,
         resume_id=resume,
+        branch=branch,
         config_flags=flags,
     )
     raise typer.Exit(run_headless(opts))
@@ -132,6 +136,19 @@ def sessions_command(
     for info in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
         typer.echo(f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}")
+
+
+@app.command("undo")
+def undo_command(
+    steps: Annotated[int, typer.Argument(help="How many file-changing steps to undo.")] = 1,
+    session: Annotated[str | None, typer.Option("--session", help="Session id (default: the latest).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Overwrite files you edited since the agent.")] = False,
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", help="Workspace folder.")] = None,
+) -> None:
+    """Restore the files as they were N agent steps ago and cut the conversation there."""
+    from kimi_cli.undo_command import run_undo
+
+    raise typer.Exit(run_undo((workdir or Path.cwd()).resolve(), steps, session, yes))
 
 
 def main() -> None:

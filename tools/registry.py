@@ -26,6 +26,10 @@ class ToolRegistry:
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
+    def changes_files(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.changes_files
+
     @property
     def names(self) -> list[str]:
         return list(self._tools)

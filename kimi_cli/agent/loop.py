@@ -38,6 +38,12 @@ class Provider(Protocol):
     ) -> Completion: ...
 
 
+class Checkpointer(Protocol):
+    """Snapshots the workspace around steps that change files, so they can be undone."""
+
+    async def snapshot(self, phase: str, step: int, message_index: int) -> str | None: ...
+
+
 class Recorder(Protocol):
     """Where the loop persists what happened (the session)."""
 
@@ -68,6 +74,7 @@ class Agent:
         messages: list[Message],
         max_steps: int,
         max_tokens: int | None = None,
+        checkpointer: Checkpointer | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -77,6 +84,7 @@ class Agent:
         self.messages = messages
         self.max_steps = max_steps
         self.max_tokens = max_tokens
+        self.checkpointer = checkpointer
         self.guard = LoopGuard()
         self.usage = Usage()
         self.steps = 0
@@ -123,7 +131,17 @@ class Agent:
         self.emit(UsageUpdate(self.steps, completion.usage.as_dict(), self.usage.as_dict()))
         self.add_message(completion.to_message())
         tools_started = time.perf_counter()
+        changes = self.checkpointer is not None and any(
+            self.registry.changes_files(c.name) for c in completion.tool_calls
+        )
+        if changes:
+            assert self.checkpointer is not None
+            # The cut point for undo is this assistant message: undoing the step forgets the decision too.
+            await self.checkpointer.snapshot("before", self.steps, len(self.messages) - 1)
         stop = await self._run_calls(completion.tool_calls)
+        if changes:
+            assert self.checkpointer is not None
+            await self.checkpointer.snapshot("after", self.steps, len(self.messages))
         tools_ms = (time.perf_counter() - tools_started) * 1000
         self.tools_seconds += tools_ms / 1000
         self.emit(StepEnd(self.steps, round(model_ms, 3), round(tools_ms, 3)))

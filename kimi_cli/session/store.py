@@ -107,9 +107,25 @@ class Session:
     def records(self) -> list[dict[str, Any]]:
         return read_records(self.path / LOG_NAME)
 
+    def raw_messages(self) -> list[Message]:
+        """The conversation as logged, with undo cuts applied (the log itself keeps everything)."""
+        messages: list[Message] = []
+        for rec in self.records():
+            if rec.get("kind") == "message":
+                messages.append(rec["message"])
+            elif rec.get("kind") == "truncate":
+                del messages[int(rec["keep"]) :]
+        return messages
+
     def messages(self) -> list[Message]:
-        """The conversation so far, repaired so it can be sent again."""
-        return repair_history([r["message"] for r in self.records() if r.get("kind") == "message"])
+        """The conversation, repaired so it can be sent again; a repair is logged so indexes stay aligned."""
+        raw = self.raw_messages()
+        repaired = repair_history(raw)
+        if repaired != raw:
+            self.append({"kind": "truncate", "keep": 0, "reason": "repair"})
+            for message in repaired:
+                self.append_message(message)
+        return repaired
 
     def close(self) -> None:
         self._log.close()

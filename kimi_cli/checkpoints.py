@@ -1,0 +1,125 @@
+"""Checkpoints: snapshots of the workspace in a shadow git repository under ~/.kimi, never the user's .git.
+
+Each snapshot is `git add -A` into the shadow's own index (incremental: git's stat cache re-hashes only
+changed files) and `git write-tree` (content-addressed: unchanged files cost nothing to store).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from kimi_cli.paths import kimi_home, workspace_key
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+class CheckpointError(Exception):
+    """The shadow repository could not snapshot or restore."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    status: str  # A added, D deleted, M modified (from the first tree to the second)
+    path: str
+
+
+class ShadowRepo:
+    """A bare repository beside the workspace, with its own index, that stores workspace trees."""
+
+    def __init__(self, workspace: Path, home: Path | None = None) -> None:
+        self.workspace = workspace.resolve()
+        self.git_dir = (home or kimi_home()) / "checkpoints" / workspace_key(self.workspace)
+        self._env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(self.workspace),
+            "GIT_INDEX_FILE": str(self.git_dir / "index"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+
+    def _git(self, *args: str, input: bytes | None = None) -> str:
+        out = subprocess.run(
+            ["git", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false", *args],
+            cwd=self.workspace,
+            env=self._env,
+            capture_output=True,
+            input=input,
+        )
+        if out.returncode != 0:
+            raise CheckpointError(f"git {args[0]} failed: {out.stderr.decode(errors='replace').strip()}")
+        return out.stdout.decode("utf-8", errors="surrogateescape")
+
+    def _init(self) -> None:
+        if (self.git_dir / "HEAD").exists():
+            return
+        self.git_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], check=True, capture_output=True)
+        for key, value in (("gc.auto", "0"), ("core.quotepath", "false"), ("core.fsmonitor", "false")):
+            self._git("config", key, value)
+
+    def _write_excludes(self) -> None:
+        """The user's own info/exclude, plus files too large to snapshot."""
+        lines = []
+        user_exclude = self.workspace / ".git" / "info" / "exclude"
+        if user_exclude.is_file():
+            lines.append(user_exclude.read_text(errors="replace"))
+        changed = self._git("ls-files", "-z", "--others", "--modified", "--exclude-standard").split("\0")
+        for rel in filter(None, changed):
+            try:
+                if (self.workspace / rel).stat().st_size > MAX_FILE_BYTES:
+                    lines.append("/" + _escape_pattern(rel))
+            except OSError:
+                continue
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "exclude").write_text("\n".join(lines) + "\n")
+
+    def snapshot(self) -> str:
+        """Record the workspace as it is now; returns the tree id."""
+        self._init()
+        self._write_excludes()
+        self._git("add", "-A", "--ignore-errors", ".")
+        return self._git("write-tree").strip()
+
+    def changes(self, old: str, new: str) -> list[FileChange]:
+        """What differs between two snapshots, path by path."""
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
+        parts = [p for p in out.split("\0") if p]
+        return [FileChange(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+
+    def restore(self, target: str) -> list[FileChange]:
+        """Make the workspace match a snapshot: rewrite changed files, bring back deleted ones, remove new ones.
+
+        Ignored and oversized files are never touched, since snapshots never held them.
+        """
+        current = self.snapshot()
+        changes = self.changes(current, target)
+        for change in changes:
+            if change.status == "D":  # present now, absent in the target
+                path = self.workspace / change.path
+                path.unlink(missing_ok=True)
+                _prune_empty_parents(path.parent, self.workspace)
+        restore = [c.path for c in changes if c.status != "D"]
+        if restore:
+            self._git("read-tree", target)
+            self._git("checkout-index", "-f", "-z", "--stdin", input="\0".join(restore).encode())
+        self._git("read-tree", target)
+        return changes
+
+
+def _escape_pattern(path: str) -> str:
+    return "".join("\\" + c if c in "*?[]!#\\ " else c for c in path)
+
+
+def _prune_empty_parents(folder: Path, root: Path) -> None:
+    while folder != root and folder.is_relative_to(root):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

@@ -1,0 +1,114 @@
+"""Runtime: everything a session needs, built once from config: endpoint, session, sandbox, tools, agent."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.agent.events import Event
+from kimi_cli.agent.loop import Agent
+from kimi_cli.agent.prompt import system_prompt
+from kimi_cli.checkpoints import ShadowRepo
+from kimi_cli.config import Config, Endpoint, load_config, resolve_endpoint
+from kimi_cli.llm.provider import ChatProvider
+from kimi_cli.llm.types import Message
+from kimi_cli.session.checkpointing import SessionCheckpointer
+from kimi_cli.session.store import Session
+from kimi_cli.tools.base import ToolContext
+from kimi_cli.tools.git_tool import Git, GitIdentity
+from kimi_cli.tools.sandbox.base import Sandbox
+from kimi_cli.tools.sandbox.policy import build_policy
+from kimi_cli.tools.sandbox.select import open_sandbox
+from kimi_cli.tools.shell import Shell, ShellApprover
+from kimi_cli.tools.workspace import Workspace
+from kimi_cli.toolset import default_tools
+from kimi_cli.workspace_git import git_state
+
+
+@dataclass
+class SessionChoice:
+    """Which session to run in: a new one titled by the task, the latest one here, or a given id."""
+
+    title: str = ""
+    continue_latest: bool = False
+    resume_id: str | None = None
+
+
+@dataclass
+class Runtime:
+    config: Config
+    endpoint: Endpoint
+    workdir: Path
+    session: Session
+    history: list[Message]
+    sandbox: Sandbox
+    private_tmp: Path
+
+    @classmethod
+    def build(cls, workdir: Path, flags: dict[str, Any], choice: SessionChoice) -> Runtime:
+        """Load config and open the session and sandbox; raises KimiError (with an exit code) on bad input."""
+        config = load_config(workdir, flags)
+        endpoint = resolve_endpoint(config)
+        session, history = open_session(workdir, endpoint.model, choice)
+        private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
+        try:
+            policy = build_policy(
+                workdir, private_tmp, network=config.sandbox.allow_network, extra_hidden=config.sandbox.hidden_paths
+            )
+            docker = {
+                "image": config.sandbox.docker_image,
+                "memory": config.sandbox.docker_memory,
+                "pids_limit": config.sandbox.docker_pids_limit,
+            }
+            sandbox = open_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, session.id)
+        except BaseException:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+            session.close()
+            raise
+        return cls(config, endpoint, workdir, session, history, sandbox, private_tmp)
+
+    def make_agent(self, emit: Callable[[Event], None], approver: ShellApprover) -> tuple[Agent, ChatProvider]:
+        provider = ChatProvider(self.endpoint, self.config.retry, self.session.id)
+        git_cfg = self.config.git
+        identity = GitIdentity(
+            name=git_cfg.author_name,
+            email=git_cfg.author_email,
+            co_author_trailer=git_cfg.co_author_trailer,
+            allow_hooks=git_cfg.allow_hooks,
+        )
+        registry = default_tools([Shell(self.sandbox, self.config.shell.default_timeout, approver), Git(identity)])
+        agent = Agent(
+            provider=provider,
+            registry=registry,
+            ctx=ToolContext(workspace=Workspace(self.workdir)),
+            recorder=self.session,
+            emit=emit,
+            messages=self.history,
+            max_steps=self.config.max_steps,
+            max_tokens=self.config.max_tokens,
+            checkpointer=SessionCheckpointer(ShadowRepo(self.workdir), self.session),
+        )
+        return agent, provider
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.sandbox.close()
+        shutil.rmtree(self.private_tmp, ignore_errors=True)
+
+
+def open_session(workdir: Path, model: str, choice: SessionChoice) -> tuple[Session, list[Message]]:
+    """Create a new session, or reopen one with its repaired history."""
+    if choice.resume_id or choice.continue_latest:
+        session = Session.open(workdir, choice.resume_id) if choice.resume_id else Session.latest(workdir)
+        return session, session.messages()
+    session = Session.create(workdir, choice.title, model)
+    session.meta["git"] = git_state(workdir)
+    session.save_meta()
+    system: Message = {"role": "system", "content": system_prompt(workdir)}
+    session.append_message(system)
+    return session, [system]

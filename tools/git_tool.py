@@ -1,0 +1,196 @@
+"""Git: structured git through gitpython, outside the sandbox. It never pushes and refuses what loses work."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.output import cap_text
+
+DIFF_CAP = 40_000
+ACTIVE_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit")
+
+
+class GitParams(BaseModel):
+    command: Literal["status", "diff", "log", "show", "add", "commit", "branch", "switch", "restore"] = Field(
+        description="The git operation."
+    )
+    paths: list[str] | None = Field(None, description="Files (relative to the workspace) for add, diff, restore.")
+    rev: str | None = Field(None, description="A commit, branch or tag: for show, log, diff (compare to it).")
+    staged: bool = Field(False, description="diff: show staged changes; restore: unstage instead.")
+    all: bool = Field(False, description="add: stage every change, new files included.")
+    message: str | None = Field(None, description="commit: the commit message.")
+    name: str | None = Field(None, description="branch: new branch name; switch: branch to switch to.")
+    create: bool = Field(False, description="switch: create the branch first.")
+    delete: bool = Field(False, description="branch: delete the (merged, non-current) branch `name`.")
+    max_count: int = Field(20, ge=1, le=500, description="log: how many commits.")
+    force: bool = Field(False, description="Always refused: forced operations can lose work.")
+
+
+class GitIdentity(BaseModel):
+    name: str | None = None
+    email: str | None = None
+    co_author_trailer: str | None = None
+    allow_hooks: bool = False
+
+
+class Git(Tool[GitParams]):
+    name = "Git"
+    description = (
+        "Structured git for the workspace repository: status, diff (capped, with a summary), log (one line "
+        "per commit), show, add, commit, branch, switch, restore. Never pushes. Forced and destructive "
+        "operations are refused. Prefer this over running git in the Shell (the sandbox keeps .git read-only)."
+    )
+    Params = GitParams
+    changes_files = True
+
+    def __init__(self, identity: GitIdentity | None = None) -> None:
+        self.identity = identity or GitIdentity()
+
+    async def run(self, params: GitParams, ctx: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._run_sync, params, ctx)
+
+    def _run_sync(self, params: GitParams, ctx: ToolContext) -> ToolResult:
+        import git
+
+        if params.force:
+            raise ToolError("refused: forced git operations can destroy work; do it without force")
+        try:
+            repo = git.Repo(ctx.workspace.root, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise ToolError("the workspace is not a git repository; the other tools still work") from None
+        handler = getattr(self, f"_{params.command}")
+        try:
+            output = handler(repo, params, ctx)
+        except git.GitCommandError as exc:
+            detail = (exc.stderr or exc.stdout or str(exc)).strip().removeprefix("stderr: ").strip("'\n ")
+            raise ToolError(f"git {params.command} failed: {detail}") from None
+        return ToolResult(output or "(no output)")
+
+    # --- read-only commands -------------------------------------------------------------------------
+
+    def _status(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        return str(repo.git.status("--porcelain=v1", "--branch", "--untracked-files=all"))
+
+    def _diff(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        args = ["--cached"] if params.staged else []
+        if params.rev:
+            args.append(_rev(params.rev))
+        paths = ["--", *self._paths(params, ctx)] if params.paths else []
+        stat = repo.git.diff(*args, "--stat", *paths)
+        body = repo.git.diff(*args, *paths)
+        if not body:
+            return "no differences"
+        return f"{stat}\n\n{cap_text(body, DIFF_CAP)}"
+
+    def _log(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        if not repo.head.is_valid():
+            return "no commits yet"
+        args = [f"--max-count={params.max_count}", "--format=%h %ad %an: %s", "--date=short"]
+        return str(repo.git.log(*args, *([_rev(params.rev)] if params.rev else [])))
+
+    def _show(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        if not repo.head.is_valid() and not params.rev:
+            return "no commits yet"
+        out = repo.git.show(_rev(params.rev or "HEAD"), "--stat", "--patch", "--format=%H%n%an <%ae>%n%ad%n%n%B")
+        return cap_text(str(out), DIFF_CAP)
+
+    # --- commands that change the repository -----------------------------------------------------------
+
+    def _add(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        if params.all:
+            repo.git.add("--all")
+        elif params.paths:
+            repo.git.add("--", *self._paths(params, ctx))
+        else:
+            raise ToolError("add needs `paths` or all=true")
+        return self._status(repo, params, ctx)
+
+    def _commit(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        if not params.message or not params.message.strip():
+            raise ToolError("commit needs a non-empty `message`")
+        hooks = _active_hooks(repo)
+        if hooks and not self.identity.allow_hooks:
+            raise ToolError(
+                f"refused: this repository has commit hooks ({', '.join(hooks)}) that would run repository code "
+                "outside the sandbox. The user can allow them with `[git] allow_hooks = true` in .kimi/config.toml"
+            )
+        if not repo.git.diff("--cached", "--name-only") and repo.head.is_valid():
+            raise ToolError("nothing is staged; use add first")
+        message = params.message.strip()
+        if self.identity.co_author_trailer:
+            message += f"\n\n{self.identity.co_author_trailer}"
+        env = {}
+        if self.identity.name and self.identity.email:
+            for role in ("AUTHOR", "COMMITTER"):
+                env[f"GIT_{role}_NAME"] = self.identity.name
+                env[f"GIT_{role}_EMAIL"] = self.identity.email
+        args = ["-m", message] + ([] if self.identity.allow_hooks else ["--no-verify"])
+        with repo.git.custom_environment(**env):
+            repo.git.commit(*args)
+        return str(repo.git.log("-1", "--format=committed %h on %D: %s"))
+
+    def _branch(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        if params.delete:
+            name = _branch_name(repo, params.name)
+            if not repo.head.is_detached and repo.active_branch.name == name:
+                raise ToolError(f"refused: {name} is the current branch; switch to another branch first")
+            repo.git.branch("-d", name)  # -d refuses unmerged branches; -D is never used
+            return f"deleted branch {name}"
+        if params.name:
+            repo.git.branch(_branch_name(repo, params.name), *([_rev(params.rev)] if params.rev else []))
+        return str(repo.git.branch("--list", "-vv"))
+
+    def _switch(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        name = _branch_name(repo, params.name)
+        repo.git.switch(*(["-c", name] if params.create else [name]))  # never --discard-changes / --force
+        return self._status(repo, params, ctx)
+
+    def _restore(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
+        if not params.paths:
+            raise ToolError("restore needs `paths`")
+        args = ["--staged"] if params.staged else []
+        if params.rev:
+            args.append(f"--source={_rev(params.rev)}")
+        repo.git.restore(*args, "--", *self._paths(params, ctx))
+        return self._status(repo, params, ctx)
+
+    def _paths(self, params: GitParams, ctx: ToolContext) -> list[str]:
+        out = []
+        for raw in params.paths or []:
+            path = ctx.workspace.resolve(raw)
+            out.append(ctx.workspace.relative(path))
+        return out
+
+
+def _rev(rev: str) -> str:
+    if rev.startswith("-") or any(c.isspace() for c in rev):
+        raise ToolError(f"invalid revision {rev!r}")
+    return rev
+
+
+def _branch_name(repo: Any, name: str | None) -> str:
+    import git
+
+    if not name:
+        raise ToolError("this command needs a branch `name`")
+    try:
+        repo.git.check_ref_format("--branch", name)
+    except git.GitCommandError:
+        raise ToolError(f"invalid branch name {name!r}") from None
+    return name
+
+
+def _active_hooks(repo: Any) -> list[str]:
+    hooks_path = repo.config_reader().get_value("core", "hooksPath", "") or ""
+    base = Path(repo.working_tree_dir) / hooks_path if hooks_path else Path(repo.git_dir) / "hooks"
+    found = []
+    for name in ACTIVE_HOOKS:
+        hook = base.expanduser() / name
+        if hook.is_file() and hook.stat().st_mode & 0o111:
+            found.append(name)
+    return found

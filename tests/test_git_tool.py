@@ -8,12 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import git
 
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.workspace import Workspace
+
+from conftest import git
 
 IDENTITY = GitIdentity(name="Kimi Agent", email="kimi@example.com")
 

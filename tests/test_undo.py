@@ -14,8 +14,11 @@ BLOB = bytes(range(256)) * 4
 def five_edit_steps() -> list[dict]:
     return [
         {"tool_calls": [tool_call("WriteFile", {"path": "a.txt", "content": "step one\n"}, "w1")]},
-        {"tool_calls": [tool_call("StrReplaceFile", {"path": "calc.py",
-                                                     "edit": {"old": "a - b", "new": "a + b"}}, "s2")]},
+        {
+            "tool_calls": [
+                tool_call("StrReplaceFile", {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}, "s2")
+            ]
+        },
         {"tool_calls": [tool_call("WriteFile", {"path": "b.txt", "content": "step three\n"}, "w3")]},
         {"tool_calls": [tool_call("Shell", {"command": "rm README.md blob.bin"}, "sh4")]},
         {"tool_calls": [tool_call("WriteFile", {"path": "a.txt", "content": "step five\n"}, "w5")]},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +20,8 @@ class SessionCheckpointer:
     async def snapshot(self, phase: str, step: int, message_index: int) -> str | None:
         if self.failed:
             return None
+        import asyncio  # lazily: `kimi undo` imports this module and must start fast
+
         try:
             tree = await asyncio.to_thread(self.shadow.snapshot)
         except (CheckpointError, OSError) as exc:
@@ -85,7 +86,7 @@ def plan_undo(shadow: ShadowRepo, session: Session, steps: int) -> UndoPlan:
 
 
 def apply_undo(shadow: ShadowRepo, session: Session, plan: UndoPlan) -> list[FileChange]:
-    changes = shadow.restore(plan.target.tree)
+    changes = shadow.restore(plan.target.tree, plan.changes)
     session.append({"kind": "truncate", "keep": plan.target.message_index, "reason": "undo"})
     session.append(
         {

@@ -31,6 +31,11 @@ SECTIONS = [
         "python3 bench/shell_overhead.py 30",
         lambda q: shell_overhead.main(10 if q else 30),
     ),
+    (
+        "Checkpoints on a 5,000-file repository (issue 4; targets: incremental <= 50 ms, undo <= 200 ms)",
+        "python3 bench/checkpoint.py 7",
+        lambda q: checkpoint.main(3 if q else 7),
+    ),
 ]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import checkpoint  # noqa: E402
 import shell_overhead  # noqa: E402
 import startup  # noqa: E402
 import step_overhead  # noqa: E402

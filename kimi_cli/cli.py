@@ -138,6 +138,36 @@ def sessions_command(
         typer.echo(f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}")
 
 
+@app.command("pack")
+def pack_command(
+    path: Annotated[Path | None, typer.Argument(help="Repository folder (default: current directory).")] = None,
+    task: Annotated[str, typer.Option("--task", "-t", help="Rank files for this task.")] = "",
+    budget: Annotated[
+        int | None, typer.Option("--budget", "-b", help="Token budget (default: 60% of the model's context).")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="stats | text | json.")] = "stats",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="stats: list every file.")] = False,
+) -> None:
+    """Pack the repository as the agent sees it: full text by relevance, outlines, then a tree of the rest."""
+    if fmt not in ("stats", "text", "json"):
+        _usage(f"--format must be stats, text or json, not {fmt!r}")
+    root = (path or Path.cwd()).resolve()
+    if not root.is_dir():
+        _usage(f"{root} is not a directory")
+    from kimi_cli.config import load_config
+    from kimi_cli.errors import KimiError
+    from kimi_cli.pack_command import run_pack
+
+    try:
+        config = load_config(root, {})
+    except KimiError as exc:
+        typer.echo(f"kimi: {exc}", err=True)
+        raise typer.Exit(int(exc.exit_code)) from None
+    default_budget = int(config.context_length * config.context.budget_ratio)
+    raise typer.Exit(run_pack(root, task, budget or default_budget, fmt, output, show_all))
+
+
 @app.command("undo")
 def undo_command(
     steps: Annotated[int, typer.Argument(help="How many file-changing steps to undo.")] = 1,

@@ -62,6 +62,13 @@ class GitSettings(_Strict):
     allow_hooks: bool = False
 
 
+class ContextSettings(_Strict):
+    pack: bool = True
+    budget_ratio: float = Field(0.6, gt=0, le=0.95)
+    max_file_bytes: int = Field(1_000_000, ge=1000)
+    compact_at: float = Field(0.85, gt=0.05, le=0.99)
+
+
 class Config(_Strict):
     """The whole configuration after merging every layer."""
 
@@ -79,6 +86,7 @@ class Config(_Strict):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     shell: ShellSettings = Field(default_factory=ShellSettings)
     git: GitSettings = Field(default_factory=GitSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
 
 
 @dataclass(frozen=True)

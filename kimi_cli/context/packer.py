@@ -1,0 +1,282 @@
+"""RepoPacker: full text while the budget lasts, then tree-sitter outlines, then a tree of every file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kimi_cli.context.analysis import Analyzer, Outline, keys_for
+from kimi_cli.context.enumerate import DEFAULT_MAX_BYTES, FileRecord, list_paths, read_record
+from kimi_cli.context.pack_cache import PackState, fingerprint, load_state, save_state, state_path
+from kimi_cli.context.rank import rank_files
+from kimi_cli.context.tags import skeleton
+from kimi_cli.context.tokens import TokenCounter
+
+Mode = Literal["full", "outline", "listed", "skipped"]
+
+
+def overhead(path: str) -> int:
+    """Tokens for a block's header and footer around the text: `<file path="...">` ... `</file>`."""
+    return 8 + (len(path) + 1) // 2
+
+
+OUTLINE_SHARE = 0.12  # of the budget kept for outlines when not everything fits
+SAFETY = 0.005  # of the budget, for the difference between per-block counts and the rendered whole
+FULL_HEADING = "## Files in full, most relevant first"
+OUTLINE_HEADING = "## Outlines (definitions and line numbers) of files not shown in full; use ReadFile for more"
+TREE_HEADING = "## Every file (F: in full, O: outline, L: listed only, S: skipped)"
+MAX_CHARS_PER_TOKEN = 8  # above this many chars per token of budget, a repository cannot fit
+
+
+@dataclass
+class PackEntry:
+    path: str
+    mode: Mode
+    size: int
+    tokens: int = 0  # tokens this entry costs in the pack
+    file_tokens: int | None = None  # tokens of the whole file, when known
+    reason: str = ""
+
+
+@dataclass
+class Pack:
+    """The packed repository: the text for the prompt and an account of every file."""
+
+    root: str
+    budget: int
+    text: str
+    tokens: int
+    entries: list[PackEntry] = field(default_factory=list)
+    repo_tokens: int = 0  # all packable text, in full
+    repo_tokens_exact: bool = True  # False: files never counted are estimated from the ones that were
+
+    def by_mode(self, mode: Mode) -> list[PackEntry]:
+        return [e for e in self.entries if e.mode == mode]
+
+
+class RepoPacker:
+    """Packs a folder for a task within a token budget. The same input always gives the same bytes."""
+
+    def __init__(
+        self,
+        root: Path,
+        counter: TokenCounter | None = None,
+        analyzer: Analyzer | None = None,
+        max_file_bytes: int = DEFAULT_MAX_BYTES,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
+        self.root = root.resolve()
+        self.counter = counter or TokenCounter()
+        self.analyzer = analyzer or Analyzer(self.counter)
+        self.max_file_bytes = max_file_bytes
+        self.progress = progress or (lambda _stage, _done, _total: None)
+        self._memory: dict[Path, PackState] = {}
+
+    def read(self, paths: list[str] | None = None) -> list[FileRecord]:
+        paths = list_paths(self.root) if paths is None else paths
+        records = []
+        for n, path in enumerate(paths):
+            records.append(read_record(self.root, path, self.max_file_bytes))
+            if n % 500 == 0:
+                self.progress("reading", n, len(paths))
+        return records
+
+    def pack(self, task: str = "", budget: int = 600_000, use_cache: bool = True, persist: bool = True) -> Pack:
+        """Pack the repository for a task. An unchanged tree comes from the cache; a few edits re-render.
+
+        The last state is also kept in memory, so a session that re-packs skips the disk (persist=False).
+        """
+        paths = list_paths(self.root)
+        fp = fingerprint(self.root, paths)
+        cache_file = state_path(self.root, task, budget, self.counter.factor)
+        state = None
+        if use_cache:
+            state = self._memory.get(cache_file) or load_state(cache_file)
+        if state is not None and state.fingerprint == fp:
+            self._memory[cache_file] = state
+            return self._from_state(state, budget)
+        fresh: PackState | None = None
+        if state is not None and state.fingerprint.keys() == fp.keys():
+            changed = [p for p in paths if state.fingerprint[p] != fp[p]]
+            if len(changed) <= max(5, len(paths) // 50):
+                fresh = self._refresh(state, changed)
+        if fresh is None:
+            fresh = self._cold(self.read(paths), task, budget)
+        fresh.fingerprint = fp
+        self._memory[cache_file] = fresh
+        if persist:
+            save_state(cache_file, fresh)
+        return self._from_state(fresh, budget)
+
+    def _cold(self, records: list[FileRecord], task: str, budget: int) -> PackState:
+        texts = {r.path: r.text for r in records if r.text is not None}
+        keys = keys_for(texts)
+        tree_tokens = self.counter.count(render_tree(records, {}, placeholder=True))
+        room = int(budget * (1 - SAFETY)) - tree_tokens - 64
+        tokens: dict[str, int] = {}
+        total_chars = sum(len(t) for t in texts.values())
+        if total_chars / MAX_CHARS_PER_TOKEN <= room:  # it might all fit: count everything
+            self.progress("counting", 0, len(texts))
+            tokens = self.analyzer.tokens(texts, keys, sorted(texts))
+        fits = len(tokens) == len(texts) and sum(tokens[p] + overhead(p) for p in texts) <= room
+        outlines: dict[str, Outline] | None = None
+        if not fits:
+            self.progress("outlining", 0, len(texts))
+            outlines = self.analyzer.outlines(texts, keys)
+        self.progress("ranking", 0, len(texts))
+        order, why = rank_files(self.root, task, texts, outlines)
+        modes, costs = self._choose(order, texts, keys, tokens, outlines or {}, room, fits)
+        repo_tokens, exact = _repo_tokens(texts, tokens)
+        skipped = {r.path: [r.size, r.reason] for r in records if r.text is None}
+        state = PackState(
+            {}, order, why, dict(modes), costs, tokens, keys, skipped, tree_tokens, room, repo_tokens, exact
+        )
+        self._render_state(state, {r.path: r.size for r in records}, texts, outlines or {})
+        return state
+
+    def _refresh(self, state: PackState, changed: list[str]) -> PackState | None:
+        """Re-render after edits to a few files, keeping the ranking; None when a full pack is needed."""
+        fresh = {r.path: r for r in self.read(changed)}
+        if any((r.text is None) != (r.path in state.skipped) for r in fresh.values()):
+            return None  # a file became binary or too large (or the reverse): re-plan everything
+        texts = {p: r.text for p, r in fresh.items() if r.text is not None}
+        keys = keys_for(texts)
+        new_tokens = self.analyzer.tokens(texts, keys, sorted(texts))
+        state.keys.update(keys)
+        state.tokens.update(new_tokens)
+        outlines = self.analyzer.outlines(texts, keys)
+        for path in texts:
+            if state.modes.get(path) == "full":
+                state.costs[path] = new_tokens[path] + overhead(path)
+            elif state.modes.get(path) == "outline":
+                if path not in outlines or not outlines[path].defs:
+                    del state.modes[path]
+                else:
+                    state.costs[path] = self.counter.count(skeleton(outlines[path].defs)) + overhead(path)
+        while sum(state.costs[p] for p in state.modes) > state.room:
+            last = next(p for p in reversed(state.order) if p in state.modes)
+            del state.modes[last]
+        sizes = {p: v[0] for p, v in state.fingerprint.items()}
+        sizes.update({p: r.size for p, r in fresh.items()})
+        shown = [p for p in state.modes]
+        texts.update({r.path: r.text for r in self.read([p for p in shown if p not in texts]) if r.text is not None})
+        outline_paths = [p for p in shown if state.modes[p] == "outline" and p not in outlines]
+        outlines.update(self.analyzer.outlines({p: texts[p] for p in outline_paths}, state.keys))
+        self._render_state(state, sizes, texts, outlines)
+        return state
+
+    def _choose(
+        self,
+        order: list[str],
+        texts: dict[str, str],
+        keys: dict[str, str],
+        tokens: dict[str, int],
+        outlines: dict[str, Outline],
+        room: int,
+        fits: bool,
+    ) -> tuple[dict[str, Mode], dict[str, int]]:
+        modes: dict[str, Mode] = {}
+        costs: dict[str, int] = {}
+        full_room = room if fits else int(room * (1 - OUTLINE_SHARE))
+        used = 0
+        for start in range(0, len(order), 64):
+            if used >= full_room - 16:
+                break
+            left = full_room - used
+            # A file can only fit if its lower bound (chars / MAX_CHARS_PER_TOKEN) does: skip counting the rest.
+            chunk = [p for p in order[start : start + 64] if len(texts[p]) / MAX_CHARS_PER_TOKEN <= left]
+            missing = [p for p in chunk if p not in tokens]
+            if missing:
+                tokens.update(self.analyzer.tokens(texts, keys, missing))
+            for path in chunk:
+                cost = tokens[path] + overhead(path)
+                if used + cost <= full_room:
+                    modes[path], costs[path] = "full", cost
+                    used += cost
+        for path in order:
+            if path in modes or path not in outlines or used >= room - 16:
+                continue
+            cost = self.counter.count(skeleton(outlines[path].defs)) + overhead(path)
+            if used + cost <= room:
+                modes[path], costs[path] = "outline", cost
+                used += cost
+        return modes, costs
+
+    def _render_state(
+        self, state: PackState, sizes: dict[str, int], texts: dict[str, str], outlines: dict[str, Outline]
+    ) -> None:
+        """Write the pack text and entries into the state. Token totals are summed from exact block counts."""
+        records = [FileRecord(p, sizes.get(p, 0), text="") for p in state.order]
+        records += [FileRecord(p, int(v[0]), reason=str(v[1])) for p, v in state.skipped.items()]
+        modes: dict[str, Mode] = {p: m for p, m in state.modes.items()}  # type: ignore[misc]
+        full = [p for p in state.order if modes.get(p) == "full"]
+        outlined = [p for p in state.order if modes.get(p) == "outline"]
+        parts = [f'<repository name="{self.root.name}" files="{len(records)}">']
+        if full:
+            parts.append(FULL_HEADING)
+            parts += [f'<file path="{p}">\n{texts[p]}\n</file>' for p in full]
+        if outlined:
+            parts.append(OUTLINE_HEADING)
+            parts += [f'<outline path="{p}">\n{skeleton(outlines[p].defs)}\n</outline>' for p in outlined]
+        parts += [TREE_HEADING, render_tree(records, modes), "</repository>"]
+        state.text = "\n".join(parts) + "\n"
+        state.tokens_total = sum(state.costs[p] for p in modes) + state.tree_tokens + 64
+        entries: list[dict[str, Any]] = []
+        for rec in sorted(records, key=lambda r: r.path):
+            if rec.text is None:
+                entry = {"mode": "skipped", "tokens": 0, "file_tokens": None, "reason": rec.reason or ""}
+            else:
+                mode = modes.get(rec.path, "listed")
+                listed = mode == "listed"
+                entry = {
+                    "mode": mode,
+                    "tokens": 0 if listed else state.costs[rec.path],
+                    "file_tokens": state.tokens.get(rec.path),
+                    "reason": "over budget" if listed else state.why.get(rec.path, ""),
+                }
+            entries.append({"path": rec.path, "size": rec.size, **entry})
+        state.entries = entries
+
+    def _from_state(self, state: PackState, budget: int) -> Pack:
+        pack = Pack(
+            str(self.root),
+            budget,
+            state.text,
+            state.tokens_total,
+            [PackEntry(**e) for e in state.entries],
+            state.repo_tokens,
+        )
+        pack.repo_tokens_exact = state.repo_tokens_exact
+        return pack
+
+
+def _repo_tokens(texts: dict[str, str], tokens: dict[str, int]) -> tuple[int, bool]:
+    """All packable text in tokens; files never counted are estimated from the ones that were."""
+    total = sum(tokens.values())
+    if len(tokens) == len(texts):
+        return total, True
+    counted_chars = sum(len(texts[p]) for p in tokens)
+    uncounted = sum(len(t) for p, t in texts.items() if p not in tokens)
+    return total + (round(uncounted * total / counted_chars) if counted_chars else uncounted // 4), False
+
+
+def render_tree(records: list[FileRecord], modes: dict[str, Mode], placeholder: bool = False) -> str:
+    """Every file under its folder, with a one-letter mark; skipped files say why and how big."""
+    lines: list[str] = []
+    shown_dirs: set[str] = set()
+    for rec in sorted(records, key=lambda r: r.path):
+        parts = rec.path.split("/")
+        for depth in range(len(parts) - 1):
+            folder = "/".join(parts[: depth + 1])
+            if folder not in shown_dirs:
+                shown_dirs.add(folder)
+                lines.append(f"{'  ' * depth}{parts[depth]}/")
+        indent = "  " * (len(parts) - 1)
+        if rec.text is None:
+            lines.append(f"{indent}{parts[-1]} S ({rec.reason}, {rec.size} B)")
+        else:
+            mark = "F" if placeholder else {"full": "F", "outline": "O"}.get(modes.get(rec.path, "listed"), "L")
+            lines.append(f"{indent}{parts[-1]} {mark}")
+    return "\n".join(lines)

@@ -1,0 +1,112 @@
+"""`kimi pack`: show what the context would hold (stats), or write the packed text or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.context.packer import Pack, RepoPacker
+
+STAGES = {"reading": "reading files", "counting": "counting tokens", "outlining": "parsing (tree-sitter)",
+          "ranking": "ranking"}  # fmt: skip
+
+
+class DelayedProgress:
+    """A progress display on stderr that appears only if the work takes longer than `delay` seconds."""
+
+    def __init__(self, delay: float = 0.5) -> None:
+        self.delay = delay
+        self.stage = "starting"
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> DelayedProgress:
+        if sys.stderr.isatty():
+            self._thread.start()
+        return self
+
+    def update(self, stage: str, _done: int, _total: int) -> None:
+        self.stage = STAGES.get(stage, stage)
+
+    def _run(self) -> None:
+        if self.done.wait(self.delay):
+            return
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]packing[/] {task.description}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as progress:
+            task = progress.add_task(self.stage)
+            while not self.done.wait(0.1):
+                progress.update(task, description=self.stage)
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        if self._thread.is_alive():
+            self._thread.join(1)
+
+
+def pack_json(pack: Pack) -> dict[str, Any]:
+    return {
+        "root": pack.root,
+        "budget": pack.budget,
+        "tokens": pack.tokens,
+        "repo_tokens": pack.repo_tokens,
+        "repo_tokens_exact": pack.repo_tokens_exact,
+        "counts": {m: len(pack.by_mode(m)) for m in ("full", "outline", "listed", "skipped")},
+        "files": [vars(e) for e in pack.entries],
+        "text": pack.text,
+    }
+
+
+def print_stats(pack: Pack, show_all: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    summary = Table(title=f"kimi pack: {pack.root}", show_lines=False)
+    for col in ("", "files", "tokens in pack"):
+        summary.add_column(col, justify="right" if col else "left")
+    labels = {"full": "in full", "outline": "outline only", "listed": "listed by path", "skipped": "skipped"}
+    for mode, label in labels.items():
+        entries = pack.by_mode(mode)  # type: ignore[arg-type]
+        summary.add_row(label, str(len(entries)), f"{sum(e.tokens for e in entries):,}")
+    approx = "" if pack.repo_tokens_exact else "~"
+    summary.add_row("[bold]pack total", str(len(pack.entries)), f"[bold]{pack.tokens:,}[/] of {pack.budget:,} budget")
+    summary.add_row("whole repository (all text in full)", "", f"{approx}{pack.repo_tokens:,}")
+    console.print(summary)
+    detail = Table(show_lines=False)
+    for col in ("file", "mode", "tokens", "reason"):
+        detail.add_column(col, justify="right" if col == "tokens" else "left", overflow="fold")
+    for entry in pack.entries:
+        if entry.mode == "listed" and not show_all:
+            continue
+        tokens = f"{entry.tokens:,}" if entry.mode in ("full", "outline") else f"{entry.size:,} B"
+        detail.add_row(entry.path, entry.mode, tokens, entry.reason)
+    console.print(detail)
+    listed = len(pack.by_mode("listed"))
+    if listed and not show_all:
+        console.print(f"{listed} more files are listed by path only (over budget); --all shows them.")
+
+
+def run_pack(root: Path, task: str, budget: int, fmt: str, output: Path | None, show_all: bool) -> int:
+    with DelayedProgress() as progress:
+        pack = RepoPacker(root, progress=progress.update).pack(task, budget)
+    if fmt == "stats":
+        print_stats(pack, show_all)
+        return 0
+    body = pack.text if fmt == "text" else json.dumps(pack_json(pack), ensure_ascii=False) + "\n"
+    if output is not None:
+        output.write_text(body, encoding="utf-8")
+        sys.stderr.write(f"wrote {output} ({pack.tokens:,} tokens, {len(pack.entries)} files)\n")
+    else:
+        sys.stdout.write(body)
+    return 0

@@ -44,8 +44,18 @@ def run_headless(opts: RunOptions) -> int:
         if not prompt and not (opts.continue_latest or opts.resume_id):
             raise KimiError("no task given: pass -p 'TASK' or pipe it on stdin", ExitCode.USAGE)
         user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir)
-        choice = SessionChoice(prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id)
+        choice = SessionChoice(
+            prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id, task=prompt
+        )
+        started_pack = time.perf_counter()
         runtime = Runtime.build(opts.workdir, opts.config_flags, choice)
+        pack = runtime.context.last_pack
+        if pack is not None and opts.output_format == "text":
+            counts = ", ".join(f"{len(pack.by_mode(m))} {m}" for m in ("full", "outline", "listed"))
+            sys.stderr.write(
+                f"kimi: packed the repository ({counts}; {pack.tokens:,} tokens) "
+                f"in {time.perf_counter() - started_pack:.1f}s\n"
+            )
     except KimiError as exc:
         sys.stderr.write(f"kimi: {exc}\n")
         return int(exc.exit_code)
@@ -60,7 +70,8 @@ def run_headless(opts: RunOptions) -> int:
 
     agent, provider = runtime.make_agent(renderer, HeadlessApprover(runtime.config.yolo))
     started = time.perf_counter()
-    outcome = run_until_done(agent, user_message, runtime)
+    preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []
+    outcome = run_until_done(agent, user_message, runtime, preamble)
     outcome.message = provider.redact(outcome.message)
     renderer.extra = {
         "timing": {
@@ -87,7 +98,9 @@ def run_headless(opts: RunOptions) -> int:
     return int(outcome.exit_code)
 
 
-def run_until_done(agent: Agent, user_message: dict[str, Any], runtime: Runtime) -> RunOutcome:
+def run_until_done(
+    agent: Agent, user_message: dict[str, Any], runtime: Runtime, preamble: list[dict[str, Any]] | None = None
+) -> RunOutcome:
     """Run the loop; Ctrl-C and SIGTERM cancel it cleanly, errors become an outcome with a message."""
 
     async def main() -> RunOutcome:
@@ -98,7 +111,7 @@ def run_until_done(agent: Agent, user_message: dict[str, Any], runtime: Runtime)
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, task.cancel)
         try:
-            return await agent.run(user_message)
+            return await agent.run(user_message, preamble)
         finally:
             await asyncio.shield(runtime.aclose())
 

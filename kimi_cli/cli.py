@@ -75,6 +75,15 @@ def main_command(
     branch: Annotated[
         str | None, typer.Option("--branch", help="Create (or reuse) this git branch and switch to it first.")
     ] = None,
+    no_pack: Annotated[
+        bool, typer.Option("--no-pack", help="Do not pack the repository into the context at start.")
+    ] = False,
+    pack_budget: Annotated[
+        int | None, typer.Option("--pack-budget", help="Tokens for the packed repository (default: 60% of context).")
+    ] = None,
+    compact_at: Annotated[
+        float | None, typer.Option("--compact-at", help="Compact the conversation at this share of the context.")
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
@@ -93,6 +102,9 @@ def main_command(
         "max_tokens": max_tokens,
         "yolo": yolo or None,
     }
+    context = {"pack": False if no_pack else None, "budget": pack_budget, "compact_at": compact_at}
+    if any(v is not None for v in context.values()):
+        flags["context"] = {k: v for k, v in context.items() if v is not None}
     if sandbox is not None or allow_network:
         flags["sandbox"] = {k: v for k, v in (("mode", sandbox), ("allow_network", allow_network or None)) if v}
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):

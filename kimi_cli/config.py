@@ -65,8 +65,9 @@ class GitSettings(_Strict):
 class ContextSettings(_Strict):
     pack: bool = True
     budget_ratio: float = Field(0.6, gt=0, le=0.95)
+    budget: int | None = Field(None, ge=1000)
     max_file_bytes: int = Field(1_000_000, ge=1000)
-    compact_at: float = Field(0.85, gt=0.05, le=0.99)
+    compact_at: float = Field(0.85, ge=0.01, le=0.99)
 
 
 class Config(_Strict):

@@ -12,9 +12,9 @@ from typing import Any
 
 from kimi_cli.agent.events import Event
 from kimi_cli.agent.loop import Agent
-from kimi_cli.agent.prompt import system_prompt
 from kimi_cli.checkpoints import ShadowRepo
 from kimi_cli.config import Config, Endpoint, load_config, resolve_endpoint
+from kimi_cli.context.session_context import SessionContext
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.llm.types import Message
 from kimi_cli.session.checkpointing import SessionCheckpointer
@@ -37,6 +37,7 @@ class SessionChoice:
     title: str = ""
     continue_latest: bool = False
     resume_id: str | None = None
+    task: str = ""
 
 
 @dataclass
@@ -48,13 +49,30 @@ class Runtime:
     history: list[Message]
     sandbox: Sandbox
     private_tmp: Path
+    context: SessionContext
+    resume_note: str = ""
 
     @classmethod
-    def build(cls, workdir: Path, flags: dict[str, Any], choice: SessionChoice) -> Runtime:
+    def build(
+        cls,
+        workdir: Path,
+        flags: dict[str, Any],
+        choice: SessionChoice,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Runtime:
         """Load config and open the session and sandbox; raises KimiError (with an exit code) on bad input."""
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
-        session, history = open_session(workdir, endpoint.model, choice)
+        context = SessionContext(
+            workdir,
+            budget=config.context.budget or int(config.context_length * config.context.budget_ratio),
+            context_length=config.context_length,
+            compact_at=config.context.compact_at,
+            pack_repo=config.context.pack,
+            progress=progress,
+        )
+        session, history = open_session(workdir, endpoint.model, choice, context)
+        resume_note = context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
         private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
         try:
             policy = build_policy(
@@ -70,7 +88,7 @@ class Runtime:
             shutil.rmtree(private_tmp, ignore_errors=True)
             session.close()
             raise
-        return cls(config, endpoint, workdir, session, history, sandbox, private_tmp)
+        return cls(config, endpoint, workdir, session, history, sandbox, private_tmp, context, resume_note)
 
     def make_agent(self, emit: Callable[[Event], None], approver: ShellApprover) -> tuple[Agent, ChatProvider]:
         provider = ChatProvider(self.endpoint, self.config.retry, self.session.id)
@@ -92,16 +110,20 @@ class Runtime:
             max_steps=self.config.max_steps,
             max_tokens=self.config.max_tokens,
             checkpointer=SessionCheckpointer(ShadowRepo(self.workdir), self.session),
+            context=self.context,
         )
         return agent, provider
 
     async def aclose(self) -> None:
+        self.context.save_baseline(self.session.path)
         with contextlib.suppress(Exception):
             await self.sandbox.close()
         shutil.rmtree(self.private_tmp, ignore_errors=True)
 
 
-def open_session(workdir: Path, model: str, choice: SessionChoice) -> tuple[Session, list[Message]]:
+def open_session(
+    workdir: Path, model: str, choice: SessionChoice, context: SessionContext
+) -> tuple[Session, list[Message]]:
     """Create a new session, or reopen one with its repaired history."""
     if choice.resume_id or choice.continue_latest:
         session = Session.open(workdir, choice.resume_id) if choice.resume_id else Session.latest(workdir)
@@ -109,6 +131,6 @@ def open_session(workdir: Path, model: str, choice: SessionChoice) -> tuple[Sess
     session = Session.create(workdir, choice.title, model)
     session.meta["git"] = git_state(workdir)
     session.save_meta()
-    system: Message = {"role": "system", "content": system_prompt(workdir)}
+    system = context.system_message(choice.task or choice.title)
     session.append_message(system)
     return session, [system]

@@ -58,8 +58,12 @@ def test_undo_3_restores_exact_bytes_and_continue_sees_the_cut(
     cont = run_kimi(["-p", "what now?", "--continue", "--output-format", "json"], repo, env, server)
     assert cont.returncode == 0, cont.stderr
     messages = server.requests[-1]["messages"]
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "user"]
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "user", "user"]
     assert messages[4]["tool_calls"][0]["id"] == "s2"
+    # the files moved under the conversation (the undo itself): the resumed run says so before the prompt
+    note = messages[-2]["content"]
+    assert "added: README.md" in note and "added: blob.bin" in note and "deleted: b.txt" in note
     assert messages[-1]["content"] == "what now?"
 
 

@@ -79,6 +79,14 @@ class StepEnd(Event):
 
 
 @dataclass
+class Compacted(Event):
+    type: ClassVar[str] = "compacted"
+    tokens_before: int
+    messages_before: int
+    messages_after: int
+
+
+@dataclass
 class ErrorNotice(Event):
     type: ClassVar[str] = "error"
     message: str

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kimi_cli.agent.events import (
+    Compacted,
     ErrorNotice,
     Event,
     ReasoningDelta,
@@ -44,10 +45,20 @@ class Checkpointer(Protocol):
     async def snapshot(self, phase: str, step: int, message_index: int) -> str | None: ...
 
 
+class ContextHooks(Protocol):
+    """The repository context: change notes after tools, and compaction near the window's end."""
+
+    def after_tools(self, calls: list[ToolCallRequest]) -> str: ...
+    def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int: ...
+    def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool: ...
+    async def compact(self, provider: Any, messages: list[Message], todos: list[dict[str, str]]) -> list[Message]: ...
+
+
 class Recorder(Protocol):
     """Where the loop persists what happened (the session)."""
 
     def append_message(self, message: Message) -> None: ...
+    def replace_history(self, messages: list[Message], reason: str) -> None: ...
     def append_event(self, event: dict[str, Any]) -> None: ...
     def end_step(self, steps: int) -> None: ...
 
@@ -75,6 +86,7 @@ class Agent:
         max_steps: int,
         max_tokens: int | None = None,
         checkpointer: Checkpointer | None = None,
+        context: ContextHooks | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -85,6 +97,9 @@ class Agent:
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.checkpointer = checkpointer
+        self.context = context
+        self._prompt_tokens = 0  # what the last request cost (prompt + completion), from the server
+        self._sent_count = 0  # how many messages that figure covers
         self.guard = LoopGuard()
         self.usage = Usage()
         self.steps = 0
@@ -99,13 +114,19 @@ class Agent:
         self.messages.append(message)
         self.recorder.append_message(message)
 
-    async def run(self, user_message: Message) -> RunOutcome:
+    async def run(self, user_message: Message, preamble: list[Message] | None = None) -> RunOutcome:
+        for message in preamble or []:
+            self.add_message(message)
         self.add_message(user_message)
         last_text = ""
         while True:
             if self.steps >= self.max_steps:
                 msg = f"reached the step limit ({self.max_steps}); raise it with --max-steps"
                 return RunOutcome("max_steps", ExitCode.BUDGET, last_text, self.steps, msg)
+            if self.context is not None and self.context.should_compact(
+                self.messages, self._prompt_tokens, self._sent_count
+            ):
+                await self.compact()
             self.steps += 1
             completion, stop = await self._step()
             last_text = completion.text or last_text
@@ -130,6 +151,8 @@ class Agent:
         self.usage.add(completion.usage)
         self.emit(UsageUpdate(self.steps, completion.usage.as_dict(), self.usage.as_dict()))
         self.add_message(completion.to_message())
+        self._prompt_tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens
+        self._sent_count = len(self.messages)
         tools_started = time.perf_counter()
         changes = self.checkpointer is not None and any(
             self.registry.changes_files(c.name) for c in completion.tool_calls
@@ -139,6 +162,10 @@ class Agent:
             # The cut point for undo is this assistant message: undoing the step forgets the decision too.
             await self.checkpointer.snapshot("before", self.steps, len(self.messages) - 1)
         stop = await self._run_calls(completion.tool_calls)
+        if self.context is not None and completion.tool_calls:
+            note = self.context.after_tools(completion.tool_calls)
+            if note:
+                self.add_message({"role": "user", "content": note})
         if changes:
             assert self.checkpointer is not None
             await self.checkpointer.snapshot("after", self.steps, len(self.messages))
@@ -147,6 +174,18 @@ class Agent:
         self.emit(StepEnd(self.steps, round(model_ms, 3), round(tools_ms, 3)))
         self.recorder.end_step(self.steps)
         return completion, stop
+
+    async def compact(self) -> None:
+        """Replace the history with a summary and a fresh pack; the session log keeps everything."""
+        assert self.context is not None
+        before = self.context.estimate(self.messages, self._prompt_tokens, self._sent_count)
+        count = len(self.messages)
+        new = await self.context.compact(self.provider, self.messages, self.ctx.todos)
+        self.recorder.replace_history(new, "compaction")
+        self.messages[:] = new
+        self._prompt_tokens = 0
+        self._sent_count = 0
+        self.emit(Compacted(before, count, len(new)))
 
     async def _run_calls(self, calls: list[ToolCallRequest]) -> str:
         """Run each call in order; returns a reason to stop the run, or ''."""

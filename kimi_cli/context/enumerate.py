@@ -51,6 +51,8 @@ def list_paths(root: Path) -> list[str]:
         out = None
     if out is not None and out.returncode == 0:
         names = {os.fsdecode(n) for n in out.stdout.split(b"\0") if n}
+        # The index still lists tracked files deleted from the work tree: they are gone.
+        names = {n for n in names if os.path.lexists(root / n)}
         return sorted(_apply_kimiignore(root, names))
     return sorted(_apply_kimiignore(root, _walk(root)))
 
@@ -86,8 +88,11 @@ def _walk(root: Path) -> list[str]:
         def ignored(rel: str, active: list[tuple[str, pathspec.GitIgnoreSpec]] = specs) -> bool:
             return any(spec.match_file(rel[len(base) :]) for base, spec in active)
 
-        dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_SKIP_DIRS and not ignored(rel_dir + d + "/"))
-        found += [rel_dir + f for f in filenames if not ignored(rel_dir + f)]
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in links and d not in ALWAYS_SKIP_DIRS and not ignored(rel_dir + d + "/")
+        )
+        found += [rel_dir + f for f in [*filenames, *links] if not ignored(rel_dir + f)]
     return found
 
 

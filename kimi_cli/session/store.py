@@ -89,6 +89,12 @@ class Session:
     def append_event(self, event: dict[str, Any]) -> None:
         self.append({"kind": "event", "event": event})
 
+    def replace_history(self, messages: list[Message], reason: str) -> None:
+        """A new conversation from here on (compaction); earlier records stay in the log."""
+        self.append({"kind": "truncate", "keep": 0, "reason": reason})
+        for message in messages:
+            self.append_message(message)
+
     def end_step(self, steps: int) -> None:
         os.fsync(self._log.fileno())
         self.meta["steps"] = steps

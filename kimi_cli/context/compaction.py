@@ -1,0 +1,99 @@
+"""Compaction: when the conversation nears the window, the model summarises it and the session goes on.
+
+The original task stays verbatim, the repository is packed again from its current state, and the new
+history holds no tool calls at all, so no tool-call id can dangle.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kimi_cli.llm.types import Message
+
+SUMMARY_SYSTEM = (
+    "You are compacting the working memory of a coding agent. Write a concise but complete summary of the "
+    "conversation below for the agent to continue from: what was done, decisions and their reasons, what "
+    "was learned about the code, the current state of every file touched, commands that passed or failed, "
+    "and what remains to do. Do not call tools. Do not drop details needed to finish the task."
+)
+TRANSCRIPT_CAP = 400_000  # characters of transcript sent to the summariser
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "[image]") if isinstance(p, dict) else str(p) for p in content)
+    return ""
+
+
+def transcript(messages: list[Message]) -> str:
+    """The conversation (without the system prompt) as plain text for the summariser."""
+    lines: list[str] = []
+    for msg in messages:
+        role = msg.get("role")
+        if role == "system":
+            continue
+        text = _text_of(msg.get("content"))
+        if role == "assistant":
+            for call in msg.get("tool_calls") or []:
+                fn = call.get("function", {})
+                text += f"\n[tool call {fn.get('name')}({fn.get('arguments', '')[:2000]})]"
+        elif role == "tool":
+            text = text if len(text) < 4000 else text[:2000] + "\n[...]\n" + text[-1500:]
+        lines.append(f"## {role}\n{text.strip()}")
+    joined = "\n\n".join(lines)
+    if len(joined) > TRANSCRIPT_CAP:
+        head, tail = joined[: TRANSCRIPT_CAP // 4], joined[-TRANSCRIPT_CAP * 3 // 4 :]
+        joined = f"{head}\n\n[... middle of the conversation cut ...]\n\n{tail}"
+    return joined
+
+
+def files_touched(messages: list[Message]) -> list[str]:
+    touched: list[str] = []
+    for msg in messages:
+        for call in msg.get("tool_calls") or []:
+            fn = call.get("function", {})
+            if fn.get("name") in ("WriteFile", "StrReplaceFile"):
+                try:
+                    path = json.loads(fn.get("arguments") or "{}").get("path")
+                except (json.JSONDecodeError, AttributeError):
+                    continue
+                if isinstance(path, str) and path not in touched:
+                    touched.append(path)
+    return touched
+
+
+def user_texts(messages: list[Message]) -> list[str]:
+    return [_text_of(m.get("content")) for m in messages if m.get("role") == "user" and not _is_note(m)]
+
+
+def _is_note(msg: Message) -> bool:
+    return _text_of(msg.get("content")).startswith(("[kimi]", "Images returned by ReadMediaFile"))
+
+
+def summary_request(messages: list[Message]) -> list[Message]:
+    return [
+        {"role": "system", "content": SUMMARY_SYSTEM},
+        {"role": "user", "content": f"<conversation>\n{transcript(messages)}\n</conversation>\n\nSummarise it now."},
+    ]
+
+
+def compacted_history(
+    system: Message, messages: list[Message], summary: str, todos: list[dict[str, str]]
+) -> list[Message]:
+    """[system (fresh pack), one user message: the task verbatim, later requests, summary, todos, files]."""
+    asks = user_texts(messages)
+    parts = [asks[0] if asks else ""]
+    if len(asks) > 1:
+        parts.append("Later messages from the user, verbatim:\n" + "\n---\n".join(asks[1:]))
+    parts.append(f"<summary of the work so far (the conversation was compacted)>\n{summary.strip()}\n</summary>")
+    if todos:
+        marks = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
+        parts.append("Todo list:\n" + "\n".join(f"{marks.get(t['status'], '[ ]')} {t['title']}" for t in todos))
+    touched = files_touched(messages)
+    if touched:
+        parts.append("Files touched so far: " + ", ".join(touched))
+    parts.append("The repository snapshot in the system prompt is current as of now. Continue the task.")
+    return [system, {"role": "user", "content": "\n\n".join(parts)}]

@@ -1,0 +1,128 @@
+"""SessionContext: the stable prefix (system prompt, AGENTS.md, packed repository), change notes, compaction."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.agent.prompt import system_prompt
+from kimi_cli.context.agents_md import load_agents_md
+from kimi_cli.context.compaction import compacted_history, summary_request
+from kimi_cli.context.packer import Pack, RepoPacker
+from kimi_cli.context.watch import PackWatcher
+from kimi_cli.llm.types import Message, ToolCallRequest
+
+SELF_EDITS = ("WriteFile", "StrReplaceFile")
+CHARS_PER_TOKEN = 3.5
+BASELINE_FILE = "pack_baseline.json"
+
+
+class SessionContext:
+    """Builds the prefix once per session (and again at compaction) and watches the workspace after that."""
+
+    def __init__(
+        self,
+        root: Path,
+        budget: int,
+        context_length: int,
+        compact_at: float,
+        pack_repo: bool = True,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.budget = budget
+        self.context_length = context_length
+        self.compact_at = compact_at
+        self.pack_repo = pack_repo
+        self.packer = RepoPacker(root, progress=progress) if pack_repo else None
+        self.watcher: PackWatcher | None = None
+        self.last_pack: Pack | None = None
+
+    def system_message(self, task: str) -> Message:
+        """System prompt + AGENTS.md + the packed repository: the prefix that stays byte-identical."""
+        parts = [system_prompt(self.root)]
+        agents = load_agents_md(self.root)
+        if agents:
+            parts.append("Project instructions (AGENTS.md):\n" + agents)
+        if self.packer is not None:
+            pack = self.packer.pack(task, self.budget)
+            self.last_pack = pack
+            self.watcher = PackWatcher(self.root, self._full_texts(pack))
+            parts.append(
+                "The repository, packed for this task (files in full by relevance, then outlines, then every "
+                "path). It is a snapshot from the start of the session; later changes arrive as notes.\n" + pack.text
+            )
+        return {"role": "system", "content": "\n\n".join(parts)}
+
+    def _full_texts(self, pack: Pack) -> dict[str, str]:
+        texts = {}
+        for entry in pack.by_mode("full"):
+            try:
+                texts[entry.path] = (self.root / entry.path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+        return texts
+
+    def resume(self, session_dir: Path) -> str:
+        """Watch from the state saved at the end of the last run; returns a note of what changed since."""
+        if self.packer is None:
+            return ""
+        self.watcher = PackWatcher(self.root, {})
+        try:
+            saved = json.loads((session_dir / BASELINE_FILE).read_text())
+        except (OSError, ValueError):
+            return ""
+        self.watcher.baseline = {k: list(v) for k, v in saved.items()}
+        return self.watcher.note()
+
+    def save_baseline(self, session_dir: Path) -> None:
+        if self.watcher is not None:
+            with contextlib.suppress(OSError):
+                (session_dir / BASELINE_FILE).write_text(json.dumps(self.watcher.baseline))
+
+    def after_tools(self, calls: list[ToolCallRequest]) -> str:
+        """After a step: the agent's own edits are acknowledged; other changes become a note."""
+        if self.watcher is None:
+            return ""
+        own: list[str] = []
+        for call in calls:
+            if call.name in SELF_EDITS:
+                try:
+                    path = json.loads(call.arguments or "{}").get("path")
+                except (json.JSONDecodeError, AttributeError):
+                    continue
+                if isinstance(path, str):
+                    own.append(self._relative(path))
+        if own:
+            self.watcher.acknowledge(own)
+        if any(c.name in ("Shell", "Git") for c in calls):
+            return self.watcher.note()
+        return ""
+
+    def _relative(self, path: str) -> str:
+        candidate = Path(path)
+        full = candidate if candidate.is_absolute() else self.root / candidate
+        try:
+            return str(full.resolve().relative_to(self.root.resolve()))
+        except (ValueError, OSError):
+            return path
+
+    def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int:
+        """Tokens the next request will carry: the last request's count plus what was added since."""
+        added = messages[sent_count:] if prompt_tokens else messages
+        chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in added)
+        return prompt_tokens + int(chars / CHARS_PER_TOKEN)
+
+    def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool:
+        return self.estimate(messages, prompt_tokens, sent_count) >= self.compact_at * self.context_length
+
+    async def compact(self, provider: Any, messages: list[Message], todos: list[dict[str, str]]) -> list[Message]:
+        """Summarise with the model, re-pack the repository, and return the new history."""
+        completion = await provider.complete(summary_request(messages), [])
+        first_user = next((m for m in messages if m.get("role") == "user"), None)
+        task = first_user.get("content") if first_user else ""
+        system = self.system_message(task if isinstance(task, str) else "")
+        return compacted_history(system, messages, completion.text, todos)

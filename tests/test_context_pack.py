@@ -28,7 +28,8 @@ def modes(root: Path, budget: int = 100_000, task: str = "") -> dict[str, tuple[
 
 def make_module(i: int, lines: int = 120) -> str:
     body = "\n".join(f"    value_{i}_{n} = compute_{i}(x, {n})" for n in range(lines))
-    return f"def helper_{i}(x):\n{body}\n    return x\n\n\nclass Thing{i}:\n    def run(self):\n        return helper_{i}(1)\n"
+    tail = f"class Thing{i}:\n    def run(self):\n        return helper_{i}(1)\n"
+    return f"def helper_{i}(x):\n{body}\n    return x\n\n\n{tail}"
 
 
 def test_ignore_rules_git_exclude_and_kimiignore(repo: Path) -> None:

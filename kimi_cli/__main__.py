@@ -1,3 +1,3 @@
-from kimi_cli.cli import main
+from kimi_cli.entry import main
 
 main()

@@ -150,50 +150,28 @@ def sessions_command(
         typer.echo(f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}")
 
 
-@app.command("pack")
-def pack_command(
-    path: Annotated[Path | None, typer.Argument(help="Repository folder (default: current directory).")] = None,
-    task: Annotated[str, typer.Option("--task", "-t", help="Rank files for this task.")] = "",
-    budget: Annotated[
-        int | None, typer.Option("--budget", "-b", help="Token budget (default: 60% of the model's context).")
-    ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="stats | text | json.")] = "stats",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
-    show_all: Annotated[bool, typer.Option("--all", help="stats: list every file.")] = False,
-) -> None:
-    """Pack the repository as the agent sees it: full text by relevance, outlines, then a tree of the rest."""
-    if fmt not in ("stats", "text", "json"):
-        _usage(f"--format must be stats, text or json, not {fmt!r}")
-    root = (path or Path.cwd()).resolve()
-    if not root.is_dir():
-        _usage(f"{root} is not a directory")
-    from kimi_cli.config import load_config
-    from kimi_cli.errors import KimiError
-    from kimi_cli.pack_command import run_pack
-
-    try:
-        config = load_config(root, {})
-    except KimiError as exc:
-        typer.echo(f"kimi: {exc}", err=True)
-        raise typer.Exit(int(exc.exit_code)) from None
-    default_budget = int(config.context_length * config.context.budget_ratio)
-    raise typer.Exit(run_pack(root, task, budget or default_budget, fmt, output, show_all))
+# `pack` and `undo` parse their own arguments (argparse) and run before Typer is even imported: they are
+# the commands people time. These entries only list them in `kimi --help`.
+PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 
 
-@app.command("undo")
-def undo_command(
-    steps: Annotated[int, typer.Argument(help="How many file-changing steps to undo.")] = 1,
-    session: Annotated[str | None, typer.Option("--session", help="Session id (default: the latest).")] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Overwrite files you edited since the agent.")] = False,
-    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", help="Workspace folder.")] = None,
-) -> None:
-    """Restore the files as they were N agent steps ago and cut the conversation there."""
-    from kimi_cli.undo_command import run_undo
+@app.command("pack", context_settings=PASSTHROUGH)
+def pack_command(ctx: typer.Context) -> None:
+    """Pack the repository as the agent sees it (kimi pack --help for options)."""
+    from kimi_cli.pack_command import cli_main
 
-    raise typer.Exit(run_undo((workdir or Path.cwd()).resolve(), steps, session, yes))
+    raise typer.Exit(cli_main(list(ctx.args)))
 
 
-def main() -> None:
+@app.command("undo", context_settings=PASSTHROUGH)
+def undo_command(ctx: typer.Context) -> None:
+    """Restore files as they were N agent steps ago (kimi undo --help for options)."""
+    from kimi_cli.undo_command import cli_main
+
+    raise typer.Exit(cli_main(list(ctx.args)))
+
+
+def run() -> None:
     try:
         app()
     except KeyboardInterrupt:

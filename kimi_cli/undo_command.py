@@ -45,6 +45,22 @@ def run_undo(workdir: Path, steps: int, session_id: str | None, yes: bool) -> in
     return 0
 
 
+def cli_main(argv: list[str]) -> int:
+    """`kimi undo`, parsed with argparse so it starts without Typer and pydantic."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="kimi undo",
+        description="Restore the files as they were N agent steps ago and cut the conversation there.",
+    )
+    parser.add_argument("steps", nargs="?", type=int, default=1, help="how many file-changing steps to undo")
+    parser.add_argument("--session", help="session id (default: the latest in this workspace)")
+    parser.add_argument("-y", "--yes", action="store_true", help="overwrite files you edited since the agent")
+    parser.add_argument("-w", "--workdir", type=Path, help="workspace folder")
+    args = parser.parse_args(argv)
+    return run_undo((args.workdir or Path.cwd()).resolve(), args.steps, args.session, args.yes)
+
+
 def _confirm(question: str) -> bool:
     if not sys.stdin.isatty():
         return False

@@ -46,8 +46,8 @@ class TokenCounter:
     """Counts tokens with a per-content cache; falls back to chars/4 if the tokenizer is missing."""
 
     def __init__(self, cache_path: Path | None = None, factor: float | None = None) -> None:
-        self._tok = _load_tokenizer()
-        self.exact = self._tok is not None
+        self._tok_loaded = False
+        self._tok_obj: Any = None
         self.factor = factor if factor is not None else load_factor()
         path = cache_path or cache_dir() / "tokens.sqlite"
         self._db: sqlite3.Connection | None = None
@@ -59,6 +59,18 @@ class TokenCounter:
         except sqlite3.Error:
             self._db = None
         self._pending: list[tuple[str, int]] = []
+
+    @property
+    def _tok(self) -> Any:
+        """The tokenizer, loaded on first use (~50 ms): a pack served from the cache never needs it."""
+        if not self._tok_loaded:
+            self._tok_obj = _load_tokenizer()
+            self._tok_loaded = True
+        return self._tok_obj
+
+    @property
+    def exact(self) -> bool:
+        return self._tok is not None
 
     def raw(self, text: str) -> int:
         """o200k tokens, uncorrected."""

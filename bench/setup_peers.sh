@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install the packing peers for bench/pack.py into bench/.peers (ignored by git), apart from our own env.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+peers="$here/.peers"
+mkdir -p "$peers"
+python3 -m venv "$peers/venv"
+# One at a time, so that one failure (no wheel, no network for a source build) leaves the others.
+for peer in gitingest files-to-prompt code2prompt; do
+  "$peers/venv/bin/pip" install -q "$peer" >/dev/null 2>&1 || echo "$peer did not install" >&2
+done
+"$peers/venv/bin/pip" install -q aider-chat || echo "aider-chat did not install; its repo map is left out" >&2
+npm install -q --prefix "$peers/npm" repomix >/dev/null 2>&1 || echo "repomix did not install" >&2
+echo "peers installed in $peers"

@@ -1,0 +1,19 @@
+"""The `kimi` console script. `pack` and `undo` run from here without importing Typer (they are timed)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+FAST_COMMANDS = {"pack": "kimi_cli.pack_command", "undo": "kimi_cli.undo_command"}
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS:
+        try:
+            sys.exit(importlib.import_module(FAST_COMMANDS[sys.argv[1]]).cli_main(sys.argv[2:]))
+        except KeyboardInterrupt:
+            sys.exit(4)
+    from kimi_cli.cli import run
+
+    run()

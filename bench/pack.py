@@ -124,14 +124,14 @@ def peer_commands(root: Path, out: Path) -> dict[str, list[str]]:
     cmds = {
         "repomix": [str(PEERS / "npm" / "node_modules" / ".bin" / "repomix"), str(root), "-o", str(out)],
         "gitingest": [str(venv / "gitingest"), str(root), "-o", str(out)],
-        "code2prompt": [str(venv / "code2prompt"), str(root), "--output-file", str(out)],
+        "code2prompt (PyPI)": [str(venv / "code2prompt"), "-p", str(root), "-o", str(out)],
         "files-to-prompt": ["sh", "-c", f'"{venv / "files-to-prompt"}" "{root}" > "{out}"'],
-        "aider repo map": [
+        "aider repo map (8k)": [
             str(venv / "aider"),
             "--show-repo-map",
             "--map-tokens",
             "8192",
-            "--no-git",
+            "--no-gitignore",
             "--no-check-update",
             "--no-analytics",
             "--model",
@@ -151,6 +151,11 @@ def peer_runs(root: Path, runs: int) -> dict[str, tuple[float, str]]:
             try:
                 times, claim = [], "—"
                 for _ in range(runs):
+                    for leftover in root.glob(".aider*"):  # aider's tag cache would make later runs warm
+                        if leftover.is_dir():
+                            shutil.rmtree(leftover, ignore_errors=True)
+                        else:
+                            leftover.unlink()
                     t, text, _ = timed(argv, env, cwd=root)
                     times.append(t)
                     if m := TOKEN_CLAIM.search(text):

@@ -112,6 +112,10 @@ class ShadowRepo:
         parts = [p for p in out.split("\0") if p]
         return [FileChange(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
 
+    def diff(self, old: str, new: str) -> str:
+        """A unified diff between two snapshots."""
+        return self._git("diff-tree", "-p", "--no-renames", old, new)
+
     def restore(self, target: str, changes: list[FileChange] | None = None) -> list[FileChange]:
         """Make the workspace match a snapshot: rewrite changed files, bring back deleted ones, remove new ones.
 

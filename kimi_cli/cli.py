@@ -109,11 +109,14 @@ def main_command(
         flags["sandbox"] = {k: v for k, v in (("mode", sandbox), ("allow_network", allow_network or None)) if v}
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
         prompt = sys.stdin.read()
-    if prompt is None and not (continue_ or resume):
-        _usage("interactive mode is not built yet; pass -p 'TASK' (or pipe the task on stdin)")
     root = (workdir or Path.cwd()).resolve()
     if not root.is_dir():
         _usage(f"--workdir {root} is not a directory")
+    if prompt is None:
+        from kimi_cli.runtime import SessionChoice
+        from kimi_cli.ui.interactive.session import run_interactive
+
+        raise typer.Exit(run_interactive(root, flags, SessionChoice("interactive", continue_, resume)))
     opts = RunOptions(
         prompt=prompt,
         workdir=root,

@@ -70,6 +70,20 @@ class ContextSettings(_Strict):
     compact_at: float = Field(0.85, ge=0.01, le=0.99)
 
 
+class ApprovalSettings(_Strict):
+    policy: Literal["auto", "ask", "never"] = "auto"
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class PricingSettings(_Strict):
+    """Dollars per million tokens, for the cost in the status line (assumed Kimi list prices by default)."""
+
+    input: float = Field(0.60, ge=0)
+    cached_input: float = Field(0.15, ge=0)
+    output: float = Field(2.50, ge=0)
+
+
 class Config(_Strict):
     """The whole configuration after merging every layer."""
 
@@ -80,7 +94,6 @@ class Config(_Strict):
     max_steps: int = Field(200, ge=1)
     max_tokens: int | None = Field(None, ge=1)
     context_length: int = Field(1_048_576, ge=1024)
-    approval: Literal["auto", "ask", "never"] = "auto"
     yolo: bool = False
     providers: dict[ProviderKind, ProviderSettings] = Field(default_factory=dict)
     retry: RetrySettings = Field(default_factory=RetrySettings)
@@ -88,6 +101,8 @@ class Config(_Strict):
     shell: ShellSettings = Field(default_factory=ShellSettings)
     git: GitSettings = Field(default_factory=GitSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    pricing: PricingSettings = Field(default_factory=PricingSettings)
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,14 @@ class Runtime:
         )
         return agent, provider
 
+    def switch_session(self, choice: SessionChoice) -> None:
+        """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""
+        self.context.save_baseline(self.session.path)
+        session, history = open_session(self.workdir, self.endpoint.model, choice, self.context)
+        self.session.close()
+        self.session, self.history = session, history
+        self.resume_note = self.context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
+
     async def aclose(self) -> None:
         self.context.save_baseline(self.session.path)
         with contextlib.suppress(Exception):

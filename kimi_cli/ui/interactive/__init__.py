@@ -1,0 +1,1 @@
+"""The interactive terminal session: prompt_toolkit input, rich output, approvals and slash commands."""

@@ -1,0 +1,125 @@
+"""Approvals for an interactive session: a policy, prefix rules, and a question when a command needs one."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTROL = re.compile(r"[;&|`<>\n]|\$\(")
+RUNNERS = {"npm", "pnpm", "yarn", "uv", "poetry", "cargo", "go", "make", "python", "python3", "npx", "bun", "git"}
+
+
+def command_prefix(command: str) -> str:
+    """What 'always' approves: the program, plus its subcommand for runners (`npm test`, `cargo build`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if not words:
+        return ""
+    if words[0] in RUNNERS and len(words) > 1 and not words[1].startswith("-"):
+        return " ".join(words[:2])
+    if words[0] in ("python", "python3") and words[1:2] == ["-m"] and len(words) > 2:
+        return " ".join(words[:3])
+    return words[0]
+
+
+def matches(command: str, prefix: str) -> bool:
+    command = command.strip()
+    return command == prefix or command.startswith(prefix + " ")
+
+
+@dataclass
+class ApprovalRules:
+    allow: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+
+    def allowed(self, command: str) -> bool:
+        # A rule for `pytest` must not approve `pytest; rm -rf ~`: chained commands always ask.
+        return not CONTROL.search(command) and any(matches(command, p) for p in self.allow)
+
+    def denied(self, command: str) -> str | None:
+        parts = [p.strip() for p in re.split(r"[;&|\n]+", command)]
+        for prefix in self.deny:
+            if any(matches(part, prefix) for part in parts):
+                return prefix
+        return None
+
+
+Ask = Callable[[str, str], Awaitable[str]]  # (command, prefix) -> "yes" | "always" | "save" | "no:<reason>"
+
+
+class InteractiveApprover:
+    """Sandboxed commands run under `auto`; unsandboxed or networked ones ask, as does everything under `ask`."""
+
+    def __init__(
+        self,
+        policy: str,
+        rules: ApprovalRules,
+        ask: Ask,
+        network: bool,
+        yolo: bool = False,
+        project_config: Path | None = None,
+    ) -> None:
+        self.policy = policy
+        self.rules = rules
+        self.ask = ask
+        self.network = network
+        self.yolo = yolo
+        self.project_config = project_config
+
+    async def review_shell(self, command: str, sandbox: str) -> str | None:
+        denied = self.rules.denied(command)
+        if denied:
+            return f"denied by the rule `{denied}` (/deny); ask the user before trying another way"
+        if self.yolo or self.rules.allowed(command):
+            return None
+        needs_asking = self.policy == "ask" or sandbox == "none" or self.network
+        if not needs_asking:
+            return None
+        if self.policy == "never":
+            return "this command needs approval and approvals are set to `never`"
+        prefix = command_prefix(command)
+        answer = await self.ask(command, prefix)
+        if answer in ("always", "save"):
+            self.rules.allow.append(prefix)
+            if answer == "save" and self.project_config is not None:
+                save_allow_rule(self.project_config, prefix)
+            return None
+        if answer == "yes":
+            return None
+        reason = answer.partition(":")[2].strip()
+        return f"the user said no{': ' + reason if reason else ''}"
+
+
+def save_allow_rule(config_path: Path, prefix: str) -> None:
+    """Add `prefix` to [approval].allow in a project config, keeping the rest of the file as it is."""
+    import tomllib
+
+    text = config_path.read_text() if config_path.exists() else ""
+    current = tomllib.loads(text).get("approval", {}).get("allow", []) if text else []
+    if prefix in current:
+        return
+    new_line = "allow = [" + ", ".join(_quote(p) for p in [*current, prefix]) + "]"
+    section = re.search(r"^\[approval\]\s*$", text, re.MULTILINE)
+    if section is None:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + f"[approval]\n{new_line}\n"
+    else:
+        body_start = section.end()
+        next_section = re.search(r"^\[", text[body_start:], re.MULTILINE)
+        body_end = body_start + next_section.start() if next_section else len(text)
+        body = text[body_start:body_end]
+        if re.search(r"^allow\s*=.*$", body, re.MULTILINE):
+            body = re.sub(r"^allow\s*=.*$", new_line, body, count=1, flags=re.MULTILINE)
+        else:
+            body = f"\n{new_line}" + body
+        text = text[:body_start] + body + text[body_end:]
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(text)
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,191 @@
+"""Slash commands of the interactive session."""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from kimi_cli.checkpoints import CheckpointError, ShadowRepo
+from kimi_cli.errors import KimiError
+from kimi_cli.runtime import SessionChoice
+from kimi_cli.session.checkpointing import apply_undo, plan_undo
+from kimi_cli.session.store import list_sessions
+from kimi_cli.tools.media import image_data_url
+
+if TYPE_CHECKING:
+    from kimi_cli.ui.interactive.session import InteractiveApp
+
+EXIT = "exit"
+HELP = {
+    "help": "this list",
+    "exit": "leave (Ctrl-D works too)",
+    "clear": "start a new session",
+    "compact": "summarise the conversation now to free context",
+    "undo": "/undo [N]: put files back as they were N agent steps ago",
+    "model": "/model [NAME]: show or change the model",
+    "sessions": "list this folder's sessions",
+    "resume": "/resume ID: switch to an earlier session",
+    "image": "/image PATH: attach an image to your next message",
+    "diff": "what this session changed in the workspace",
+    "cost": "tokens and cost so far",
+    "sandbox": "how shell commands are sandboxed",
+    "allow": "/allow PREFIX [--save]: run commands starting with PREFIX without asking",
+    "deny": "/deny PREFIX: never run commands starting with PREFIX",
+    "reasoning": "show or hide the model's reasoning",
+}
+
+
+class SlashCommands:
+    def __init__(self, app: InteractiveApp) -> None:
+        self.app = app
+        self.console = app.console
+
+    async def dispatch(self, line: str) -> str | None:
+        name, _, arg = line[1:].strip().partition(" ")
+        handler: Callable[[str], Awaitable[str | None]] | None = getattr(self, f"cmd_{name}", None)
+        if not name or handler is None:
+            close = difflib.get_close_matches(name, list(HELP), n=1)
+            hint = f" Did you mean /{close[0]}?" if close else ""
+            self.console.print(Text(f"unknown command /{name}.{hint} /help lists them.", style="yellow"))
+            return None
+        return await handler(arg.strip())
+
+    async def cmd_help(self, arg: str) -> None:
+        table = Table(show_header=False, box=None)
+        for name, text in HELP.items():
+            table.add_row(f"/{name}", text)
+        self.console.print(table)
+        self.console.print("Enter sends · Esc+Enter inserts a newline · Ctrl-C cancels a turn · @path.png attaches")
+
+    async def cmd_exit(self, arg: str) -> str:
+        return EXIT
+
+    async def cmd_clear(self, arg: str) -> None:
+        self.app.switch(SessionChoice())
+        self.console.print(f"new session {self.app.runtime.session.id}")
+
+    async def cmd_compact(self, arg: str) -> None:
+        if self.app.agent.context is None:
+            self.console.print("compaction needs the repository context")
+            return
+        self.app.renderer.spin("compacting")
+        try:
+            await self.app.agent.compact()
+        except KimiError as exc:
+            self.console.print(Text(f"compaction failed: {exc}", style="red"))
+        finally:
+            self.app.renderer.stop_spinner()
+
+    async def cmd_undo(self, arg: str) -> None:
+        steps = int(arg) if arg.isdigit() else 1
+        runtime = self.app.runtime
+        shadow = ShadowRepo(runtime.workdir)
+        try:
+            plan = plan_undo(shadow, runtime.session, steps)
+        except CheckpointError as exc:
+            self.console.print(Text(str(exc), style="yellow"))
+            return
+        for change in plan.changes:
+            verb = {"A": "restore", "D": "delete", "M": "rewrite"}.get(change.status, change.status)
+            self.console.print(f"  {verb} {change.path}")
+        if plan.user_edits:
+            names = ", ".join(c.path for c in plan.user_edits)
+            self.console.print(
+                Text(f"you changed {names} after the agent's last step; undo overwrites them", style="yellow")
+            )
+            if await self.app.ask_line("overwrite? [y/N] ") not in ("y", "yes"):
+                self.console.print("undo cancelled")
+                return
+        apply_undo(shadow, runtime.session, plan)
+        self.app.reload_history()
+        self.console.print(f"restored the files; the conversation now ends before step {plan.target.step}")
+
+    async def cmd_model(self, arg: str) -> None:
+        if arg:
+            self.app.set_model(arg)
+        self.console.print(f"model: {self.app.runtime.endpoint.model} ({self.app.runtime.endpoint.provider})")
+
+    async def cmd_sessions(self, arg: str) -> None:
+        current = self.app.runtime.session.id
+        for info in list_sessions(self.app.runtime.workdir)[:20]:
+            mark = "*" if info.id == current else " "
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
+            self.console.print(f"{mark} {info.id}  {when}  {info.steps:>3} steps  {info.title[:60]}")
+
+    async def cmd_resume(self, arg: str) -> None:
+        if not arg:
+            self.console.print("usage: /resume ID (see /sessions)")
+            return
+        try:
+            self.app.switch(SessionChoice(resume_id=arg))
+        except KimiError as exc:
+            self.console.print(Text(str(exc), style="yellow"))
+            return
+        self.app.print_recap()
+
+    async def cmd_image(self, arg: str) -> None:
+        path = Path(arg).expanduser()
+        path = path if path.is_absolute() else self.app.runtime.workdir / path
+        try:
+            image_data_url(path)
+        except ValueError as exc:
+            self.console.print(Text(str(exc), style="yellow"))
+            return
+        self.app.pending_images.append(str(path))
+        self.console.print(f"attached {arg}; it goes with your next message")
+
+    async def cmd_diff(self, arg: str) -> None:
+        runtime = self.app.runtime
+        records = runtime.session.records()
+        first = next((r["tree"] for r in records if r.get("kind") == "checkpoint"), None)
+        if first is None:
+            self.console.print("this session has not changed any files")
+            return
+        shadow = ShadowRepo(runtime.workdir)
+        patch = shadow.diff(first, shadow.snapshot())
+        self.console.print(Syntax(patch, "diff", theme="ansi_dark") if patch else "no changes")
+
+    async def cmd_cost(self, arg: str) -> None:
+        st = self.app.status
+        self.console.print(
+            f"prompt {st.prompt_tokens:,} (cached {st.cached_tokens:,}) · output "
+            f"{st.completion_tokens:,} · {st.line().split(' · ')[4]}"
+        )
+
+    async def cmd_sandbox(self, arg: str) -> None:
+        runtime = self.app.runtime
+        net = "on" if runtime.config.sandbox.allow_network else "off"
+        self.console.print(
+            f"sandbox {runtime.sandbox.name}: writable {runtime.workdir} and a private /tmp; "
+            f".git read-only; network {net}; approvals {runtime.config.approval.policy}"
+        )
+
+    async def cmd_allow(self, arg: str) -> None:
+        prefix, save = arg.replace("--save", "").strip(), "--save" in arg
+        if not prefix:
+            self.console.print(f"allowed without asking: {', '.join(self.app.rules.allow) or '(none)'}")
+            return
+        self.app.rules.allow.append(prefix)
+        if save:
+            from kimi_cli.ui.interactive.approvals import save_allow_rule
+
+            save_allow_rule(self.app.runtime.workdir / ".kimi" / "config.toml", prefix)
+        self.console.print(f"commands starting with `{prefix}` run without asking{' (saved)' if save else ''}")
+
+    async def cmd_deny(self, arg: str) -> None:
+        if not arg:
+            self.console.print(f"denied: {', '.join(self.app.rules.deny) or '(none)'}")
+            return
+        self.app.rules.deny.append(arg)
+        self.console.print(f"commands starting with `{arg}` will be refused")
+
+    async def cmd_reasoning(self, arg: str) -> None:
+        self.app.renderer.show_reasoning = not self.app.renderer.show_reasoning
+        self.console.print(f"reasoning {'shown' if self.app.renderer.show_reasoning else 'hidden'}")

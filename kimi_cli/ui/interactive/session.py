@@ -1,0 +1,187 @@
+"""InteractiveApp: the prompt loop. Turns run as tasks, so Ctrl-C cancels the turn and not the session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from kimi_cli.agent.guard import LoopGuard
+from kimi_cli.errors import KimiError
+from kimi_cli.images import build_user_message
+from kimi_cli.paths import kimi_home
+from kimi_cli.runtime import Runtime, SessionChoice
+from kimi_cli.ui.interactive.approvals import ApprovalRules, InteractiveApprover
+from kimi_cli.ui.interactive.commands import EXIT, HELP, SlashCommands
+from kimi_cli.ui.interactive.prompt import KimiCompleter, make_prompt_session
+from kimi_cli.ui.interactive.render import Pricing, SessionStatus, TerminalRenderer
+
+PROMPT = "❯ "
+
+
+class InteractiveApp:
+    def __init__(self, runtime: Runtime, resumed: bool) -> None:
+        self.runtime = runtime
+        self.resumed = resumed
+        self.console = Console(highlight=False)
+        cfg = runtime.config
+        self.status = SessionStatus(
+            runtime.endpoint.model,
+            runtime.endpoint.provider,
+            cfg.context_length,
+            runtime.sandbox.name,
+            Pricing(cfg.pricing.input, cfg.pricing.cached_input, cfg.pricing.output),
+        )
+        self.renderer = TerminalRenderer(self.console, self.status)
+        self.rules = ApprovalRules(list(cfg.approval.allow), list(cfg.approval.deny))
+        self.approver = InteractiveApprover(
+            cfg.approval.policy,
+            self.rules,
+            self.ask_approval,
+            cfg.sandbox.allow_network,
+            cfg.yolo,
+            runtime.workdir / ".kimi" / "config.toml",
+        )
+        self.agent, self.provider = runtime.make_agent(self.renderer, self.approver)
+        self.pending_images: list[str] = []
+        self.commands = SlashCommands(self)
+        completer = KimiCompleter(list(HELP), self._paths)
+        self.prompt: PromptSession[str] = make_prompt_session(kimi_home() / "history", completer, self.status.line)
+
+    def _paths(self) -> list[str]:
+        from kimi_cli.context.enumerate import list_paths
+
+        return list_paths(self.runtime.workdir)
+
+    # --- session management ---------------------------------------------------------------------------
+
+    def switch(self, choice: SessionChoice) -> None:
+        self.runtime.switch_session(choice)
+        self.agent, self.provider = self.runtime.make_agent(self.renderer, self.approver)
+
+    def reload_history(self) -> None:
+        self.agent.messages[:] = self.runtime.session.messages()
+
+    def set_model(self, model: str) -> None:
+        self.runtime.endpoint = replace(self.runtime.endpoint, model=model)
+        self.provider.endpoint = self.runtime.endpoint
+        self.status.model = model
+
+    def print_recap(self) -> None:
+        msgs = [m for m in self.agent.messages if m.get("role") in ("user", "assistant") and m.get("content")]
+        self.console.print(
+            Text(f"resumed session {self.runtime.session.id} ({len(self.agent.messages)} messages)", style="bold")
+        )
+        for msg in msgs[-4:]:
+            content = msg["content"] if isinstance(msg["content"], str) else "[message with images]"
+            who = "you" if msg["role"] == "user" else "kimi"
+            self.console.print(Text(f"{who}: {' '.join(content.split())[:300]}", style="dim"))
+
+    # --- questions asked while a turn runs ------------------------------------------------------------
+
+    async def ask_line(self, question: str) -> str:
+        self.renderer.stop_spinner()
+        try:
+            return (await PromptSession[str]().prompt_async(question)).strip().lower()
+        except (KeyboardInterrupt, EOFError):
+            return ""
+
+    async def ask_approval(self, command: str, prefix: str) -> str:
+        self.renderer.stop_spinner()
+        self.console.print(Panel(Text(command), title="run this command?", border_style="yellow", expand=False))
+        answer = await self.ask_line(f"[y] yes once  [a] always `{prefix}`  [s] always, saved  [n] no › ")
+        if answer in ("y", "yes"):
+            return "yes"
+        if answer in ("a", "always"):
+            return "always"
+        if answer in ("s", "save"):
+            return "save"
+        reason = await self.ask_line("why not? (sent to the model; Enter to skip) › ")
+        return f"no:{reason}"
+
+    # --- the loop ---------------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        rt = self.runtime
+        self.console.print(
+            Text.assemble(
+                ("kimi", "bold cyan"),
+                f" · {rt.endpoint.model} · sandbox {rt.sandbox.name} · {rt.workdir} · /help for commands",
+            )
+        )
+        if self.resumed:
+            self.print_recap()
+        while True:
+            try:
+                line = await self.prompt.prompt_async(PROMPT)
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                if await self.commands.dispatch(line) == EXIT:
+                    break
+                continue
+            await self.turn(line)
+        return 0
+
+    async def turn(self, text: str) -> None:
+        try:
+            message = build_user_message(text, self.pending_images, self.runtime.workdir)
+        except KimiError as exc:
+            self.console.print(Text(str(exc), style="yellow"))
+            return
+        self.pending_images.clear()
+        if self.runtime.session.meta.get("title") in ("", "interactive"):
+            self.runtime.session.meta["title"] = text.splitlines()[0][:200]
+        preamble = [{"role": "user", "content": self.runtime.resume_note}] if self.runtime.resume_note else []
+        self.runtime.resume_note = ""
+        self.agent.steps = 0
+        self.agent.guard = LoopGuard()
+        task = asyncio.ensure_future(self.agent.run(message, preamble))
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, task.cancel)
+        try:
+            outcome = await task
+            if outcome.reason != "done" and outcome.message:
+                self.console.print(Text(f"stopped: {outcome.message}", style="yellow"))
+        except asyncio.CancelledError:
+            self.console.print(Text("cancelled", style="yellow"))
+        except KimiError as exc:
+            self.console.print(Text(f"✗ {self.provider.redact(str(exc))}", style="red"))
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+            self.renderer.finish_turn()
+            self.runtime.session.set_status("idle")
+
+
+def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice) -> int:
+    try:
+        runtime = Runtime.build(workdir, flags, choice)
+    except KimiError as exc:
+        sys.stderr.write(f"kimi: {exc}\n")
+        return int(exc.exit_code)
+    app = InteractiveApp(runtime, resumed=bool(choice.continue_latest or choice.resume_id))
+
+    async def main() -> int:
+        try:
+            return await app.run()
+        finally:
+            await runtime.aclose()
+            runtime.session.close()
+
+    return asyncio.run(main())

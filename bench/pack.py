@@ -25,7 +25,12 @@ CORPORA = HERE / "corpora"
 PEERS = HERE / ".peers"
 SDISTS = ("flask", "requests", "SQLAlchemy")
 BUDGET = 629_145  # 60% of 1,048,576
-TOKEN_CLAIM = re.compile(r"(?i)(total tokens|estimated tokens|token count|tokens)[^0-9]{0,20}([0-9][0-9,.]*\s*[kKmM]?)")
+CLAIMS = {  # how each tool reports the size of what it produced
+    "repomix": re.compile(r"Total Tokens:\s*([\d,]+)"),
+    "gitingest": re.compile(r"Estimated tokens:\s*([\d.,]+\s*[kKmM]?)"),
+    "code2prompt (PyPI)": re.compile(r"Token count:\s*([1-9][\d,]*)"),
+}
+OFFLINE = re.compile(r"Failed to download tiktoken|Error counting tokens")
 
 
 def prepare() -> dict[str, Path]:
@@ -124,7 +129,7 @@ def peer_commands(root: Path, out: Path) -> dict[str, list[str]]:
     cmds = {
         "repomix": [str(PEERS / "npm" / "node_modules" / ".bin" / "repomix"), str(root), "-o", str(out)],
         "gitingest": [str(venv / "gitingest"), str(root), "-o", str(out)],
-        "code2prompt (PyPI)": [str(venv / "code2prompt"), "-p", str(root), "-o", str(out)],
+        "code2prompt (PyPI)": [str(venv / "code2prompt"), "-p", str(root), "-o", str(out), "--tokens"],
         "files-to-prompt": ["sh", "-c", f'"{venv / "files-to-prompt"}" "{root}" > "{out}"'],
         "aider repo map (8k)": [
             str(venv / "aider"),
@@ -158,8 +163,11 @@ def peer_runs(root: Path, runs: int) -> dict[str, tuple[float, str]]:
                             leftover.unlink()
                     t, text, _ = timed(argv, env, cwd=root)
                     times.append(t)
-                    if m := TOKEN_CLAIM.search(text):
-                        claim = m.group(2).strip()
+                    pattern = CLAIMS.get(name)
+                    if pattern is not None and (m := pattern.search(text)):
+                        claim = m.group(1).strip()
+                    elif OFFLINE.search(text):
+                        claim = "none: its tokenizer download fails offline"
                 results[name] = (median(times), claim)
             except (RuntimeError, OSError) as exc:
                 results[name] = (float("nan"), f"failed: {str(exc)[:80]}")

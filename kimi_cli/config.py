@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from kimi_cli.errors import ConfigError
-from kimi_cli.paths import kimi_home
+from kimi_cli.paths import config_files, kimi_home
 
 ProviderKind = Literal["moonshot", "local", "openai"]
 SandboxMode = Literal["auto", "bwrap", "docker", "none"]
@@ -157,11 +157,6 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
         if environ.get(var):
             layer[key] = environ[var]
     return layer
-
-
-def config_files(workspace: Path) -> list[Path]:
-    """The config files that apply to a workspace, lowest precedence first."""
-    return [kimi_home() / "config.toml", workspace / ".kimi" / "config.toml"]
 
 
 def load_config(workspace: Path, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:

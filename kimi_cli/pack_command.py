@@ -99,7 +99,7 @@ def print_stats(pack: Pack, show_all: bool) -> None:
 
 def default_budget(root: Path) -> int:
     """60% of the model's context, or what config says; config (and pydantic) loads only if a file exists."""
-    from kimi_cli.config import config_files
+    from kimi_cli.paths import config_files
 
     if not any(p.is_file() for p in config_files(root)):
         return int(1_048_576 * 0.6)

@@ -20,5 +20,10 @@ def workspace_key(workspace: Path) -> str:
     return f"{Path(real).name or 'root'}-{digest}"
 
 
+def config_files(workspace: Path) -> list[Path]:
+    """The config files that apply to a workspace, lowest precedence first."""
+    return [kimi_home() / "config.toml", workspace / ".kimi" / "config.toml"]
+
+
 def sessions_dir(workspace: Path) -> Path:
     return kimi_home() / "sessions" / workspace_key(workspace)

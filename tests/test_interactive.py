@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+
 from conftest import TEST_KEY, kimi_executable, tool_call
 from scripted_server import ScriptedModelServer
 
@@ -15,11 +16,18 @@ PROMPT = "❯"
 
 
 def spawn(repo: Path, env: dict, server: ScriptedModelServer | None, *args: str, base_url: str | None = None):
-    full = {**env, "TERM": "xterm-256color", "LANG": "C.UTF-8", "KIMI_PROVIDER": "openai", "KIMI_API_KEY": TEST_KEY,
-            "KIMI_BASE_URL": base_url or (server.base_url if server else "")}
+    full = {
+        **env,
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "KIMI_PROVIDER": "openai",
+        "KIMI_API_KEY": TEST_KEY,
+        "KIMI_BASE_URL": base_url or (server.base_url if server else ""),
+    }
     exe = kimi_executable()
-    child = pexpect.spawn(exe[0], [*exe[1:], *args], cwd=str(repo), env=full, dimensions=(50, 140),
-                          encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        exe[0], [*exe[1:], *args], cwd=str(repo), env=full, dimensions=(50, 140), encoding="utf-8", timeout=30
+    )
     child.expect(PROMPT)
     return child
 
@@ -106,8 +114,9 @@ def test_ctrl_c_cancels_a_running_command_and_returns_to_the_prompt(
 
 
 def test_undo_restores_files(repo: Path, env: dict, server: ScriptedModelServer) -> None:
-    server.add({"tool_calls": [tool_call("WriteFile", {"path": "made.txt", "content": "x\n"}, "w1")]},
-               {"text": "wrote it"})
+    server.add(
+        {"tool_calls": [tool_call("WriteFile", {"path": "made.txt", "content": "x\n"}, "w1")]}, {"text": "wrote it"}
+    )
     child = spawn(repo, env, server)
     child.send("write a file\r")
     child.expect("wrote it")

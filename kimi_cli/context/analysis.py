@@ -9,7 +9,6 @@ import contextlib
 import os
 import re
 import sqlite3
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +35,7 @@ class TagCache:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(target), isolation_level=None)
             self._db.execute("pragma journal_mode=wal")
+            self._db.execute("pragma synchronous=off")  # a cache: losing it costs a recount, not data
             self._db.execute("create table if not exists tags (key text primary key, defs text, idents text)")
         except sqlite3.Error:
             self._db = None
@@ -129,6 +129,7 @@ class Analyzer:
             batches[n % len(batches)].append(index)
         answers: list[tuple[str, str]] = [("null", "")] * len(todo)
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor  # ~20 ms to import: only when it pays
 
         with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = [(b, pool.submit(_outline_batch, [todo[i] for i in b])) for b in batches if b]

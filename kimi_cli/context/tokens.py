@@ -55,6 +55,7 @@ class TokenCounter:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(path), isolation_level=None)
             self._db.execute("pragma journal_mode=wal")
+            self._db.execute("pragma synchronous=off")  # a cache: losing it costs a recount, not data
             self._db.execute("create table if not exists counts (key text primary key, n integer)")
         except sqlite3.Error:
             self._db = None

@@ -153,6 +153,15 @@ def sessions_command(
         typer.echo(f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}")
 
 
+def _add_engine() -> None:
+    from kimi_cli.engine.cli import engine_app
+
+    app.add_typer(engine_app, name="engine")
+
+
+_add_engine()
+
+
 # `pack` and `undo` parse their own arguments (argparse) and run before Typer is even imported: they are
 # the commands people time. These entries only list them in `kimi --help`.
 PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}

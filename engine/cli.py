@@ -1,0 +1,299 @@
+"""`kimi engine plan|serve|status|stop|bench`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+engine_app = typer.Typer(
+    name="engine",
+    help="Plan, launch and check a local vLLM engine for Kimi K3.1 Pro (or any model with a config.json).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+GpuOpt = Annotated[str, typer.Option("--gpu", help="b200 | b300 | gb200 | h200 | h100 | a100 | l40s | mi300x.")]
+HbmOpt = Annotated[float | None, typer.Option("--hbm-gb", help="HBM per GPU in GB, for other GPUs.")]
+PerNodeOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node (tensor/expert parallel).")]
+NodesOpt = Annotated[int, typer.Option("--nodes", help="Nodes (pipeline parallel across them, via Ray).")]
+ContextOpt = Annotated[int, typer.Option("--context", help="Context length per sequence, in tokens.")]
+KvOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: bf16 | fp8.")]
+UtilOpt = Annotated[float, typer.Option("--gpu-util", help="vLLM gpu_memory_utilization.")]
+
+
+def _request(
+    config: Path | None,
+    gpu: str,
+    hbm_gb: float | None,
+    per_node: int,
+    nodes: int,
+    context: int,
+    concurrency: int,
+    kv: str,
+    util: float,
+) -> Any:
+    from kimi_cli.engine.plan import GPU_HBM_GB, KV_BYTES, PlanRequest
+    from kimi_cli.engine.spec import KIMI_K3_1_PRO, spec_from_config
+
+    if hbm_gb is None and gpu not in GPU_HBM_GB:
+        _fail(f"unknown GPU {gpu!r}: use one of {', '.join(GPU_HBM_GB)} or give --hbm-gb", 2)
+    if kv not in KV_BYTES:
+        _fail(f"--kv-dtype must be one of {', '.join(KV_BYTES)}", 2)
+    spec = spec_from_config(config) if config is not None else KIMI_K3_1_PRO
+    return PlanRequest(
+        spec,
+        hbm_gb or GPU_HBM_GB[gpu],
+        per_node,
+        nodes,
+        min(context, spec.max_context),
+        concurrency,
+        kv,
+        util,
+        gpu_name=gpu if hbm_gb is None else f"{hbm_gb:g} GB GPU",
+    )
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo(f"kimi engine: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@engine_app.command("plan")
+def plan_command(
+    gpu: GpuOpt = "b200",
+    hbm_gb: HbmOpt = None,
+    gpus_per_node: PerNodeOpt = 8,
+    nodes: NodesOpt = 1,
+    context: ContextOpt = 1_048_576,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Full-context sequences wanted at once.")] = 1,
+    kv_dtype: KvOpt = "bf16",
+    gpu_util: UtilOpt = 0.92,
+    config: Annotated[Path | None, typer.Option("--config", help="Plan this config.json instead.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Will it fit? Weights, KV cache and linear-attention state per GPU, and a verdict."""
+    from kimi_cli.engine.plan import make_plan
+    from kimi_cli.engine.plan_view import plan_json, print_plan
+
+    plan = make_plan(_request(config, gpu, hbm_gb, gpus_per_node, nodes, context, concurrency, kv_dtype, gpu_util))
+    if as_json:
+        typer.echo(json.dumps(plan_json(plan), indent=1))
+    else:
+        print_plan(plan)
+    raise typer.Exit(0 if plan.verdict in ("fits", "fits-fewer") else 3)
+
+
+@engine_app.command("serve")
+def serve_command(
+    weights: Annotated[Path, typer.Argument(help="Folder with config.json, the tokenizer and the shards.")],
+    name: Annotated[str | None, typer.Option("--name", help="Served model name (default: the model's).")] = None,
+    gpu: GpuOpt = "b200",
+    hbm_gb: HbmOpt = None,
+    gpus_per_node: PerNodeOpt = 8,
+    nodes: NodesOpt = 1,
+    context: ContextOpt = 1_048_576,
+    kv_dtype: KvOpt = "bf16",
+    gpu_util: UtilOpt = 0.92,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8000,
+    head_ip: Annotated[str, typer.Option("--head-ip", help="Multi-node: the Ray head's address.")] = "HEAD_IP",
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the server.")] = 3600,
+    vllm_bin: Annotated[str, typer.Option("--vllm-bin", help="The vllm executable.")] = "vllm",
+    force: Annotated[bool, typer.Option("--force", help="Launch even if the plan says it will not fit.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the command and stop.")] = False,
+) -> None:
+    """Validate the weights, plan, launch `vllm serve`, wait until it answers, and supervise it."""
+    from kimi_cli.engine.plan import make_plan
+    from kimi_cli.engine.spec import KIMI_K3_1_PRO, spec_from_config
+    from kimi_cli.engine.vllm_args import ServeOptions, ray_steps, vllm_argv
+    from kimi_cli.engine.weights import validate_weights
+    from kimi_cli.errors import KimiError
+
+    try:
+        shards = validate_weights(weights)
+    except KimiError as exc:
+        _fail(str(exc), int(exc.exit_code))
+    raw = json.loads((weights / "config.json").read_text())
+    is_kimi3 = "kimi" in json.dumps(raw.get("architectures", [])).lower() and raw.get("num_hidden_layers") == 93
+    spec = KIMI_K3_1_PRO if is_kimi3 else spec_from_config(weights / "config.json")
+    req = _request(None, gpu, hbm_gb, gpus_per_node, nodes, context, 1, kv_dtype, gpu_util)
+    from dataclasses import replace
+
+    plan = make_plan(replace(req, spec=spec, context=min(context, spec.max_context)))
+    typer.echo(
+        f"{len(shards)} shards found; plan: {plan.verdict} ({plan.sequences} sequence(s) of "
+        f"{plan.request.context:,} tokens)"
+    )
+    if plan.verdict == "weights-do-not-fit" and not force:
+        _fail("the plan says the weights do not fit: " + "; ".join(plan.suggestions or ["see kimi engine plan"]), 2)
+    opts = ServeOptions(
+        weights.resolve(),
+        name or spec.name,
+        gpus_per_node,
+        nodes,
+        True,
+        plan.request.context,
+        gpu_util,
+        host,
+        port,
+        "fp8" if kv_dtype == "fp8" else "auto",
+        True,
+        nodes > 1,
+    )
+    argv = vllm_argv(opts, vllm_bin)
+    if nodes > 1:
+        typer.echo("multi-node: before serving, on each node:")
+        for step in ray_steps(head_ip, nodes):
+            typer.echo(f"  {step}")
+    typer.echo("$ " + " ".join(argv))
+    if dry_run:
+        return
+    raise typer.Exit(_supervise(argv, host, port, opts.served_name, timeout))
+
+
+def _supervise(argv: list[str], host: str, port: int, served_name: str, timeout: float) -> int:
+    from rich.console import Console
+
+    from kimi_cli.engine.supervisor import EngineError, EngineSupervisor
+
+    console = Console(stderr=True)
+    sup = EngineSupervisor(argv, host, port, served_name)
+    stopping = {"now": False}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopping["now"] = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        sup.start()
+        with console.status("starting") as status:
+            served = sup.wait_ready(timeout, lambda stage, t: status.update(f"{stage} · {t:.0f} s"))
+        typer.echo(f"ready at {served.base_url} (model {served.model}); logs: {served.log}")
+        typer.echo("use it with: kimi --provider local   (Ctrl-C or kimi engine stop to end)")
+        assert sup.proc is not None
+        code = sup.proc.wait()
+        typer.echo(f"the server exited with code {code}:\n{sup.log_tail()}", err=True)
+        return 1
+    except EngineError as exc:
+        typer.echo(f"kimi engine: {exc}", err=True)
+        return 1
+    except KeyboardInterrupt:
+        typer.echo("stopping the engine…", err=True)
+        sup.stop()
+        return 0
+
+
+@engine_app.command("status")
+def status_command(
+    url: Annotated[str | None, typer.Option("--url", help="Engine URL (default: the one serve recorded).")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Health, served models, running and waiting requests, KV-cache use and prefix-cache hit rate."""
+    from kimi_cli.engine.status import engine_status
+
+    status = engine_status(url or _served_url())
+    if as_json:
+        typer.echo(json.dumps(status.as_dict(), indent=1))
+    else:
+
+        def pct(v: float | None) -> str:
+            return "—" if v is None else f"{100 * v:.1f}%"
+
+        typer.echo(f"{status.url}: {'healthy' if status.healthy else 'NOT healthy'}")
+        typer.echo(f"models: {', '.join(status.models) or '—'}")
+        typer.echo(
+            f"requests running {status.running if status.running is not None else '—'}, waiting "
+            f"{status.waiting if status.waiting is not None else '—'}"
+        )
+        typer.echo(
+            f"KV cache used {pct(status.kv_cache_usage)}, prefix-cache hit rate {pct(status.prefix_cache_hit_rate)}"
+        )
+    raise typer.Exit(0 if status.healthy else 1)
+
+
+@engine_app.command("stop")
+def stop_command() -> None:
+    """Stop the engine that `kimi engine serve` started."""
+    from kimi_cli.engine.supervisor import engine_dir, stop_group
+
+    served = engine_dir() / "served.json"
+    if not served.is_file():
+        _fail("no engine is recorded as running", 1)
+    data = json.loads(served.read_text())
+    stopped = stop_group(int(data["pid"]))
+    served.unlink(missing_ok=True)
+    typer.echo("stopped" if stopped else "it was not running any more")
+
+
+@engine_app.command("bench")
+def bench_command(
+    url: Annotated[str | None, typer.Option("--url", help="Any OpenAI-compatible base URL.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model (default: the first one served).")] = None,
+    context: Annotated[str, typer.Option("--context", help="Prompt sizes, e.g. 1k,32k,128k.")] = "1k,32k",
+    concurrency: Annotated[str, typer.Option("--concurrency", help="Parallel requests, e.g. 1,8.")] = "1,8",
+    requests: Annotated[int, typer.Option("--requests", help="Requests per row (median over them).")] = 4,
+    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 128,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the rows as JSON here.")] = None,
+) -> None:
+    """Time to first token, decode tokens/s and prefix-cache reuse, as medians, per context and concurrency."""
+    import asyncio
+    import os
+
+    from kimi_cli.engine.bench import parse_size, run_bench
+    from kimi_cli.engine.supervisor import get_json
+
+    base = (url or _served_url()).rstrip("/")
+    if model is None:
+        listed = get_json(f"{base}/models")
+        ids = [m.get("id") for m in (listed or {}).get("data", []) if isinstance(m, dict)]  # type: ignore[union-attr]
+        if not ids:
+            _fail(f"{base}/models lists no model; pass --model", 1)
+        model = str(ids[0])
+    try:
+        contexts = [parse_size(c) for c in context.split(",")]
+        levels = [int(c) for c in concurrency.split(",")]
+    except ValueError:
+        _fail("--context and --concurrency take comma-separated numbers (1k, 32k, 1m)", 2)
+    started = time.perf_counter()
+    key = os.environ.get("KIMI_API_KEY", "EMPTY")
+    try:
+        rows = asyncio.run(run_bench(base, model, contexts, levels, requests, max_tokens, key))
+    except Exception as exc:
+        _fail(f"bench against {base} failed: {type(exc).__name__}: {exc}", 5)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{model} at {base} ({time.perf_counter() - started:.1f} s)")
+    for col in ("context", "concurrency", "requests", "TTFT (median)", "decode tok/s (median)", "prefix cache hit"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        hit = "—" if r["prefix_cache_hit_rate"] is None else f"{100 * r['prefix_cache_hit_rate']:.0f}%"
+        table.add_row(
+            f"{r['context']:,}",
+            str(r["concurrency"]),
+            str(r["requests"]),
+            f"{r['ttft_s'] * 1000:.0f} ms",
+            f"{r['decode_tokens_per_s']:.1f}",
+            hit,
+        )
+    Console().print(table)
+    if json_out is not None:
+        json_out.write_text(json.dumps(rows, indent=1))
+    sys.stdout.flush()
+
+
+def _served_url() -> str:
+    from kimi_cli.engine.supervisor import engine_dir
+
+    try:
+        return str(json.loads((engine_dir() / "served.json").read_text())["base_url"])
+    except (OSError, ValueError, KeyError):
+        return "http://127.0.0.1:8000/v1"

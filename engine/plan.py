@@ -1,0 +1,144 @@
+"""The memory arithmetic of serving a model: weights, KV cache, linear-attention state, and a verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kimi_cli.engine.spec import ModelSpec
+
+GPU_HBM_GB = {"b300": 288.0, "b200": 180.0, "gb200": 186.0, "h200": 141.0, "h100": 80.0, "a100": 80.0,
+              "l40s": 48.0, "mi300x": 192.0}  # fmt: skip
+KV_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    spec: ModelSpec
+    hbm_gb: float
+    gpus_per_node: int = 8
+    nodes: int = 1
+    context: int = 1_048_576
+    concurrency: int = 1
+    kv_dtype: str = "bf16"
+    gpu_memory_utilization: float = 0.92
+    activation_gb: float = 4.0
+    gpu_name: str = "custom"
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass
+class Plan:
+    request: PlanRequest
+    weights_total: float
+    weights_per_gpu: float
+    usable_per_gpu: float
+    kv_budget_per_gpu: float
+    kv_per_token: float
+    kv_per_sequence_per_gpu: float
+    state_per_sequence_per_gpu: float
+    sequences: int
+    max_context_one_sequence: int
+    verdict: str  # fits | fits-fewer | context-too-long | weights-do-not-fit
+    suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.request.gpus_per_node
+
+    @property
+    def pipeline_parallel(self) -> int:
+        return self.request.nodes
+
+
+def make_plan(req: PlanRequest) -> Plan:
+    spec = req.spec
+    tp, pp = req.gpus_per_node, req.nodes
+    weights_total = spec.weight_bytes()
+    weights_per_gpu = weights_total / req.gpus  # experts spread by EP, the rest by TP, layers by PP
+    usable = req.hbm_gb * GB * req.gpu_memory_utilization
+    budget = usable - weights_per_gpu - req.activation_gb * GB
+    kv_token = spec.kv_bytes_per_token(KV_BYTES[req.kv_dtype])
+    # The MLA latent cache is replicated on every tensor-parallel rank; pipeline stages split the layers.
+    kv_seq = kv_token * req.context / pp
+    state_seq = spec.linear_state_bytes() / (tp * pp)
+    per_seq = kv_seq + state_seq
+    sequences = max(0, int(budget // per_seq)) if per_seq > 0 else 0
+    max_ctx = int(max(0.0, budget - state_seq) * pp / kv_token) if kv_token > 0 and budget > 0 else 0
+    if budget <= 0:
+        verdict = "weights-do-not-fit"
+    elif sequences == 0:
+        verdict = "context-too-long"
+    elif sequences < req.concurrency:
+        verdict = "fits-fewer"
+    else:
+        verdict = "fits"
+    plan = Plan(
+        req,
+        weights_total,
+        weights_per_gpu,
+        usable,
+        budget,
+        kv_token,
+        kv_seq,
+        state_seq,
+        sequences,
+        min(max_ctx, spec.max_context),
+        verdict,
+    )
+    plan.suggestions = _suggestions(plan)
+    return plan
+
+
+def _suggestions(plan: Plan) -> list[str]:
+    req = plan.request
+    if plan.verdict == "fits":
+        return []
+    tips: list[str] = []
+    for nodes in range(req.nodes + 1, req.nodes + 8):
+        bigger = make_plan_quiet(req, nodes=nodes)
+        if bigger.sequences >= req.concurrency:
+            tips.append(f"--nodes {nodes}: {bigger.sequences} sequences of {req.context:,} tokens fit")
+            break
+    if plan.verdict != "weights-do-not-fit":
+        if plan.max_context_one_sequence >= 1024:
+            tips.append(f"--context {plan.max_context_one_sequence:,} or less fits one sequence")
+        if req.kv_dtype != "fp8":
+            fp8 = make_plan_quiet(req, kv_dtype="fp8")
+            tips.append(f"--kv-dtype fp8: {fp8.sequences} sequences of {req.context:,} tokens fit")
+    else:
+        need = plan.weights_per_gpu + req.activation_gb * GB
+        util = need / (req.hbm_gb * GB)
+        if util < 0.99:
+            tips.append(f"the weights alone need gpu_memory_utilization >= {util:.2f}, leaving no room for a cache")
+    return tips
+
+
+def make_plan_quiet(req: PlanRequest, **changes: object) -> Plan:
+    """A variant of a plan, without suggestions of its own (no recursion)."""
+    from dataclasses import replace
+
+    variant = replace(req, **changes)  # type: ignore[arg-type]
+    spec = variant.spec
+    weights_per_gpu = spec.weight_bytes() / variant.gpus
+    usable = variant.hbm_gb * GB * variant.gpu_memory_utilization
+    budget = usable - weights_per_gpu - variant.activation_gb * GB
+    kv_token = spec.kv_bytes_per_token(KV_BYTES[variant.kv_dtype])
+    per_seq = kv_token * variant.context / variant.nodes + spec.linear_state_bytes() / variant.gpus
+    sequences = max(0, int(budget // per_seq)) if per_seq > 0 and budget > 0 else 0
+    return Plan(
+        variant,
+        spec.weight_bytes(),
+        weights_per_gpu,
+        usable,
+        budget,
+        kv_token,
+        0.0,
+        0.0,
+        sequences,
+        0,
+        "fits" if sequences >= variant.concurrency else "no",
+    )

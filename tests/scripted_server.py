@@ -30,8 +30,14 @@ from typing import Any
 class ScriptedModelServer:
     """Serves a list of scripted answers, one per chat request, and records every request."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, model: str = "kimi-test") -> None:
+    def __init__(
+        self,
+        script: list[dict[str, Any]] | None = None,
+        model: str = "kimi-test",
+        default: dict[str, Any] | None = None,
+    ) -> None:
         self.script: list[dict[str, Any]] = list(script or [])
+        self.default = default  # answered when the script is used up (benchmarks); None: an error instead
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -72,7 +78,9 @@ class ScriptedModelServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            return self.script.pop(0) if self.script else None
+            if self.script:
+                return self.script.pop(0)
+            return dict(self.default) if self.default is not None else None
 
     def __enter__(self) -> ScriptedModelServer:
         return self.start()
@@ -109,6 +117,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, data)
         elif self.path.rstrip("/").endswith("/health"):
             self._json(200, {"status": "ok"})
+        elif self.path.rstrip("/").endswith("/metrics"):
+            served = len(self.owner.requests)
+            text = (
+                "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+                f'vllm:num_requests_running{{model_name="{self.owner.model}"}} 1.0\n'
+                f'vllm:num_requests_waiting{{model_name="{self.owner.model}"}} 2.0\n'
+                f'vllm:kv_cache_usage_perc{{model_name="{self.owner.model}"}} 0.25\n'
+                f'vllm:prefix_cache_queries_total{{model_name="{self.owner.model}"}} {100 + served}.0\n'
+                f'vllm:prefix_cache_hits_total{{model_name="{self.owner.model}"}} 75.0\n'
+            ).encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/plain; version=0.0.4")
+            self.send_header("content-length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 

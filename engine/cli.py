@@ -121,7 +121,8 @@ def serve_command(
     except KimiError as exc:
         _fail(str(exc), int(exc.exit_code))
     raw = json.loads((weights / "config.json").read_text())
-    is_kimi3 = "kimi" in json.dumps(raw.get("architectures", [])).lower() and raw.get("num_hidden_layers") == 93
+    is_kimi = "kimi" in json.dumps([raw.get("architectures", []), raw.get("model_type", "")]).lower()
+    is_kimi3 = is_kimi and raw.get("num_hidden_layers") == 93
     spec = KIMI_K3_1_PRO if is_kimi3 else spec_from_config(weights / "config.json")
     req = _request(None, gpu, hbm_gb, gpus_per_node, nodes, context, 1, kv_dtype, gpu_util)
     from dataclasses import replace
@@ -134,18 +135,18 @@ def serve_command(
     if plan.verdict == "weights-do-not-fit" and not force:
         _fail("the plan says the weights do not fit: " + "; ".join(plan.suggestions or ["see kimi engine plan"]), 2)
     opts = ServeOptions(
-        weights.resolve(),
-        name or spec.name,
-        gpus_per_node,
-        nodes,
-        True,
-        plan.request.context,
-        gpu_util,
-        host,
-        port,
-        "fp8" if kv_dtype == "fp8" else "auto",
-        True,
-        nodes > 1,
+        weights=weights.resolve(),
+        served_name=name or spec.name,
+        tensor_parallel=gpus_per_node,
+        pipeline_parallel=nodes,
+        expert_parallel=spec.routed_experts > 0,
+        max_model_len=plan.request.context,
+        gpu_memory_utilization=gpu_util,
+        host=host,
+        port=port,
+        kv_dtype="fp8" if kv_dtype == "fp8" else "auto",
+        kimi_parsers=is_kimi,  # vLLM's Kimi parsers need Kimi's special tokens: other models must go without
+        ray=nodes > 1,
     )
     argv = vllm_argv(opts, vllm_bin)
     if nodes > 1:

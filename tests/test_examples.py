@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -131,3 +132,51 @@ def test_actionlint_check_catches_a_broken_workflow(tmp_path: Path) -> None:
     )
     proc = actionlint(bad)
     assert proc.returncode == 1 and "nope" in proc.stdout
+
+
+SHOT = EXAMPLES / "screenshot-to-code"
+
+
+def test_screenshot_to_code_sends_the_image_writes_html_and_scores_it(
+    tmp_path: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    if shutil.which("chromium") is None:
+        pytest.skip("headless Chromium is not installed (.ci/run installs the chromium package)")
+    known_good = (SHOT / "page" / "index.html").read_text()
+    server.add(
+        {"tool_calls": [tool_call("WriteFile", {"path": "index.html", "content": known_good}, "w1")]},
+        {"text": "Wrote index.html."},
+    )
+    work = tmp_path / "work"
+    run_env = {
+        **env,
+        "KIMI_PROVIDER": "openai",
+        "KIMI_BASE_URL": server.base_url,
+        "KIMI_API_KEY": TEST_KEY,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
+    }
+    proc = subprocess.run(
+        ["bash", str(SHOT / "run.sh"), str(work)], env=run_env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    image = server.requests[0]["messages"][-1]["content"][1]["image_url"]["url"]
+    assert image.startswith("data:image/png;base64,") and len(image) > 10_000
+    scores = json.loads((work / "score.json").read_text())
+    assert scores == {"ssim": 1.0, "mean_abs_diff": 0.0, "pixels_changed": 0.0}
+
+
+def test_screenshot_comparison_scores_a_different_page_lower(tmp_path: Path) -> None:
+    if shutil.which("chromium") is None:
+        pytest.skip("headless Chromium is not installed (.ci/run installs the chromium package)")
+    page = (SHOT / "page" / "index.html").read_text()
+    other = tmp_path / "other.html"
+    other.write_text(page.replace("#ff7a45", "#2a9d8f").replace("Plan every launch", "Plan all launches"))
+    for html, png in ((SHOT / "page" / "index.html", tmp_path / "a.png"), (other, tmp_path / "b.png")):
+        subprocess.run([sys.executable, str(SHOT / "render.py"), str(html), str(png)], check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(SHOT / "compare.py"), str(tmp_path / "a.png"), str(tmp_path / "b.png")],
+        capture_output=True,
+        text=True,
+    )
+    scores = json.loads(out.stdout)
+    assert 0.5 < scores["ssim"] < 0.999 and scores["pixels_changed"] > 0

@@ -87,7 +87,17 @@ def timed(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None =
     return elapsed, proc.stdout + proc.stderr, rss
 
 
+def clean(root: Path) -> None:
+    """Remove what peers leave in the corpus (aider's tag cache), so every tool sees the same tree."""
+    for leftover in root.glob(".aider*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink()
+
+
 def kimi_runs(root: Path, runs: int) -> dict[str, float]:
+    clean(root)
     cold, warm, rss = [], [], []
     claim = 0
     for _ in range(runs):
@@ -156,11 +166,7 @@ def peer_runs(root: Path, runs: int) -> dict[str, tuple[float, str]]:
             try:
                 times, claim = [], "—"
                 for _ in range(runs):
-                    for leftover in root.glob(".aider*"):  # aider's tag cache would make later runs warm
-                        if leftover.is_dir():
-                            shutil.rmtree(leftover, ignore_errors=True)
-                        else:
-                            leftover.unlink()
+                    clean(root)  # aider's tag cache would make its later runs warm
                     t, text, _ = timed(argv, env, cwd=root)
                     times.append(t)
                     pattern = CLAIMS.get(name)
@@ -171,6 +177,7 @@ def peer_runs(root: Path, runs: int) -> dict[str, tuple[float, str]]:
                 results[name] = (median(times), claim)
             except (RuntimeError, OSError) as exc:
                 results[name] = (float("nan"), f"failed: {str(exc)[:80]}")
+    clean(root)
     return results
 
 

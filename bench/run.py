@@ -12,9 +12,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import checkpoint  # noqa: E402
+import pack  # noqa: E402
 import shell_overhead  # noqa: E402
 import startup  # noqa: E402
 import step_overhead  # noqa: E402
+import ui  # noqa: E402
 
 SECTIONS = [
     (
@@ -36,6 +38,16 @@ SECTIONS = [
         "Checkpoints on a 5,000-file repository (issue 4; targets: incremental <= 50 ms, undo <= 200 ms)",
         "python3 bench/checkpoint.py 7",
         lambda q: checkpoint.main(3 if q else 7),
+    ),
+    (
+        "Packing the repository, against repomix, gitingest, code2prompt, files-to-prompt, aider (issue 5)",
+        "bash bench/setup_peers.sh && python3 bench/pack.py 3",
+        lambda q: pack.main(1 if q else 3),
+    ),
+    (
+        "Interactive UI streaming a long markdown answer at ~1,000 tokens/s (issue 6; target UI <= 2x text)",
+        "python3 bench/ui.py",
+        lambda q: ui.main(),
     ),
 ]
 

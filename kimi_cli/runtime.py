@@ -70,6 +70,7 @@ class Runtime:
             compact_at=config.context.compact_at,
             pack_repo=config.context.pack,
             progress=progress,
+            model=endpoint.model,
         )
         session, history = open_session(workdir, endpoint.model, choice, context)
         resume_note = context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""

@@ -114,3 +114,14 @@ def test_no_pack_leaves_the_repository_out(repo: Path, env: dict, server: Script
     assert proc.returncode == 0, proc.stderr
     system = server.requests[0]["messages"][0]["content"]
     assert "<repository" not in system and "Always run the tests with pytest -q." in system
+
+
+def test_the_servers_token_count_calibrates_the_estimate(
+    repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    server.add({"text": "ok", "usage": {"prompt_tokens": 5000, "completion_tokens": 1}})
+    proc = run_kimi(["-p", TASK], repo, {**env, "XDG_CACHE_HOME": str(home / "cache")}, server)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((home / "cache" / "kimi" / "calibration.json").read_text())
+    factor = data["models"]["kimi-k3.1-pro"]
+    assert factor > 1.0 and data["last"] == factor  # the scripted server claimed more tokens than o200k counts

@@ -183,3 +183,18 @@ def test_continue_shows_a_recap(repo: Path, env: dict, server: ScriptedModelServ
 @pytest.fixture(autouse=True)
 def _no_user_history(env: dict) -> None:
     os.makedirs(Path(env["HOME"]) / ".kimi", exist_ok=True)
+
+
+def test_pasting_an_image_path_attaches_it(
+    repo: Path, env: dict, server: ScriptedModelServer, png_bytes: bytes
+) -> None:
+    (repo / "pasted.png").write_bytes(png_bytes)
+    server.add({"text": "got the picture"})
+    child = spawn(repo, env, server)
+    child.send(f"'{repo / 'pasted.png'}'\r")
+    child.expect("attached pasted.png")
+    child.send("and this?\r")
+    child.expect("got the picture")
+    child.expect(PROMPT)
+    assert finish(child) == 0
+    assert server.requests[0]["messages"][-1]["content"][1]["type"] == "image_url"

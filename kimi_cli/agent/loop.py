@@ -49,6 +49,7 @@ class ContextHooks(Protocol):
     """The repository context: change notes after tools, and compaction near the window's end."""
 
     def after_tools(self, calls: list[ToolCallRequest]) -> str: ...
+    def observe_usage(self, messages: list[Message], tools: list[dict[str, Any]], prompt_tokens: int) -> None: ...
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int: ...
     def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool: ...
     async def compact(self, provider: Any, messages: list[Message], todos: list[dict[str, str]]) -> list[Message]: ...
@@ -148,6 +149,8 @@ class Agent:
         )
         completion = await self.provider.complete(self.messages, self.registry.schemas(), callbacks)
         model_ms = (time.perf_counter() - started) * 1000
+        if self.context is not None:
+            self.context.observe_usage(self.messages, self.registry.schemas(), completion.usage.prompt_tokens)
         self.usage.add(completion.usage)
         self.emit(UsageUpdate(self.steps, completion.usage.as_dict(), self.usage.as_dict()))
         self.add_message(completion.to_message())

@@ -31,15 +31,25 @@ class SessionContext:
         compact_at: float,
         pack_repo: bool = True,
         progress: Callable[[str, int, int], None] | None = None,
+        model: str = "",
     ) -> None:
         self.root = root
         self.budget = budget
         self.context_length = context_length
         self.compact_at = compact_at
         self.pack_repo = pack_repo
-        self.packer = RepoPacker(root, progress=progress) if pack_repo else None
+        if pack_repo:
+            from kimi_cli.context.tokens import TokenCounter, load_factor
+
+            self.packer: RepoPacker | None = RepoPacker(
+                root, TokenCounter(factor=load_factor(model)), progress=progress
+            )
+        else:
+            self.packer = None
         self.watcher: PackWatcher | None = None
         self.last_pack: Pack | None = None
+        self.model = model
+        self._calibrated = False
 
     def system_message(self, task: str) -> Message:
         """System prompt + AGENTS.md + the packed repository: the prefix that stays byte-identical."""
@@ -109,6 +119,18 @@ class SessionContext:
             return str(full.resolve().relative_to(self.root.resolve()))
         except (ValueError, OSError):
             return path
+
+    def observe_usage(self, messages: list[Message], tools: list[dict[str, Any]], prompt_tokens: int) -> None:
+        """Once per session: learn how the model's tokenizer compares with our o200k estimate."""
+        if self._calibrated or prompt_tokens <= 0 or self.packer is None:
+            return
+        self._calibrated = True
+        from kimi_cli.context.tokens import record_calibration
+
+        texts = [m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+                 for m in messages]  # fmt: skip
+        raw = self.packer.counter.raw("\n".join(t or "" for t in texts) + json.dumps(tools))
+        record_calibration(self.model, raw, prompt_tokens)
 
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int:
         """Tokens the next request will carry: the last request's count plus what was added since."""

@@ -132,27 +132,38 @@ def content_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def load_factor() -> float:
+def _calibration() -> dict[str, Any]:
     try:
         data = json.loads((cache_dir() / "calibration.json").read_text())
-        value = float(data.get("factor", 1.0))
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_factor(model: str | None = None) -> float:
+    """The learned ratio of the model's tokens to o200k tokens (1.0 until a server has reported usage)."""
+    data = _calibration()
+    value = (data.get("models") or {}).get(model) if model else data.get("last")
+    try:
+        factor = float(value) if value is not None else 1.0
+    except (TypeError, ValueError):
         return 1.0
-    return value if 0.3 < value < 3.0 else 1.0
+    return factor if 0.3 < factor < 3.0 else 1.0
 
 
-def record_calibration(estimated_raw: int, reported: int) -> float:
-    """Fold one observation (our o200k estimate vs the server's prompt_tokens) into the stored factor."""
-    if estimated_raw <= 0 or reported <= 0:
-        return load_factor()
+def record_calibration(model: str, estimated_raw: int, reported: int) -> float:
+    """Fold one observation (our o200k estimate vs the server's prompt_tokens) into the model's factor."""
+    if estimated_raw <= 0 or reported <= 0 or not 0.3 < reported / estimated_raw < 3.0:
+        return load_factor(model)
     ratio = reported / estimated_raw
-    if not 0.3 < ratio < 3.0:
-        return load_factor()
-    old = load_factor()
-    new = ratio if old == 1.0 else 0.8 * old + 0.2 * ratio
+    data = _calibration()
+    models = dict(data.get("models") or {})
+    old = models.get(model)
+    new = ratio if old is None else 0.8 * float(old) + 0.2 * ratio
+    models[model] = round(new, 4)
     try:
         cache_dir().mkdir(parents=True, exist_ok=True)
-        (cache_dir() / "calibration.json").write_text(json.dumps({"factor": round(new, 4)}))
+        (cache_dir() / "calibration.json").write_text(json.dumps({"models": models, "last": round(new, 4)}))
     except OSError:
         pass
     return new

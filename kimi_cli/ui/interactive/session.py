@@ -137,7 +137,21 @@ class InteractiveApp:
             await self.turn(line)
         return 0
 
+    def pasted_image(self, text: str) -> Path | None:
+        """A message that is only the path of an image (a drag-and-drop or a paste) attaches it."""
+        candidate = text.strip().strip("'\"").replace("\\ ", " ")
+        if "\n" in candidate or not candidate.lower().endswith((".png", ".jpg", ".jpeg", ".webp", ".gif")):
+            return None
+        path = Path(candidate).expanduser()
+        path = path if path.is_absolute() else self.runtime.workdir / path
+        return path if path.is_file() else None
+
     async def turn(self, text: str) -> None:
+        image = self.pasted_image(text)
+        if image is not None:
+            self.pending_images.append(str(image))
+            self.console.print(f"attached {image.name}; it goes with your next message")
+            return
         try:
             message = build_user_message(text, self.pending_images, self.runtime.workdir)
         except KimiError as exc:

@@ -5,13 +5,12 @@ Definitions are extracted on every core (fork workers) when there is enough sour
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from kimi_cli.context.cache_db import ContentCache
 from kimi_cli.context.languages import language_for
 from kimi_cli.context.tags import Definition, decode_defs, encode_defs, extract_definitions, identifiers
 from kimi_cli.context.tokens import TokenCounter, cache_dir, content_key
@@ -25,37 +24,11 @@ class Outline:
     idents: set[str]
 
 
-class TagCache:
+class TagCache(ContentCache):
     """Definitions and identifiers by content key, beside the token counts."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self._db: sqlite3.Connection | None = None
-        try:
-            target = path or cache_dir() / "tags.sqlite"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(target), isolation_level=None)
-            self._db.execute("pragma journal_mode=wal")
-            self._db.execute("pragma synchronous=off")  # a cache: losing it costs a recount, not data
-            self._db.execute("create table if not exists tags (key text primary key, defs text, idents text)")
-        except sqlite3.Error:
-            self._db = None
-
-    def lookup_many(self, keys: list[str]) -> dict[str, tuple[str, str]]:
-        found: dict[str, tuple[str, str]] = {}
-        if self._db is None:
-            return found
-        for i in range(0, len(keys), 900):
-            part = keys[i : i + 900]
-            rows = self._db.execute(
-                f"select key, defs, idents from tags where key in ({','.join('?' * len(part))})", part
-            )
-            found.update({k: (d, ids) for k, d, ids in rows.fetchall()})
-        return found
-
-    def store(self, items: list[tuple[str, str, str]]) -> None:
-        if self._db is not None and items:
-            with contextlib.suppress(sqlite3.Error):
-                self._db.executemany("insert or replace into tags values (?, ?, ?)", items)
+        super().__init__(path or cache_dir() / "tags.sqlite", "tags", ("defs", "idents"))
 
 
 TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec)/|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec)\.[a-z]+$")

@@ -6,14 +6,14 @@ measured), while the Rust tokenizer itself loads in ~50 ms.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
+
+from kimi_cli.context.cache_db import ContentCache
 
 CHUNK_CHARS = 500_000  # the tokenizer refuses inputs over 1M chars
 ENCODING = "o200k_base"
@@ -49,16 +49,7 @@ class TokenCounter:
         self._tok_loaded = False
         self._tok_obj: Any = None
         self.factor = factor if factor is not None else load_factor()
-        path = cache_path or cache_dir() / "tokens.sqlite"
-        self._db: sqlite3.Connection | None = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), isolation_level=None)
-            self._db.execute("pragma journal_mode=wal")
-            self._db.execute("pragma synchronous=off")  # a cache: losing it costs a recount, not data
-            self._db.execute("create table if not exists counts (key text primary key, n integer)")
-        except sqlite3.Error:
-            self._db = None
+        self._cache = ContentCache(cache_path or cache_dir() / "tokens.sqlite", "counts", ("n",))
         self._pending: list[tuple[str, int]] = []
 
     @property
@@ -101,30 +92,16 @@ class TokenCounter:
         return round(raw * self.factor)
 
     def lookup_many(self, keys: list[str]) -> dict[str, int]:
-        if self._db is None or not keys:
-            return {}
-        found: dict[str, int] = {}
-        for i in range(0, len(keys), 900):
-            part = keys[i : i + 900]
-            rows = self._db.execute(
-                f"select key, n from counts where key in ({','.join('?' * len(part))})", part
-            ).fetchall()
-            found.update(dict(rows))
-        return found
+        return {k: int(v[0]) for k, v in self._cache.lookup_many(keys).items()}
 
     def _lookup(self, key: str) -> int | None:
-        if self._db is None:
-            return None
-        row = self._db.execute("select n from counts where key = ?", (key,)).fetchone()
-        return int(row[0]) if row else None
+        return self.lookup_many([key]).get(key)
 
     def store(self, items: list[tuple[str, int]]) -> None:
         self._pending.extend(items)
 
     def flush(self) -> None:
-        if self._db is not None and self._pending:
-            with contextlib.suppress(sqlite3.Error):
-                self._db.executemany("insert or replace into counts values (?, ?)", self._pending)
+        self._cache.store(self._pending)
         self._pending.clear()
 
 

@@ -254,7 +254,8 @@ def bench_command(
     base = (url or _served_url()).rstrip("/")
     if model is None:
         listed = get_json(f"{base}/models")
-        ids = [m.get("id") for m in (listed or {}).get("data", []) if isinstance(m, dict)]  # type: ignore[union-attr]
+        data = listed.get("data", []) if isinstance(listed, dict) else []
+        ids = [m.get("id") for m in data if isinstance(m, dict)]
         if not ids:
             _fail(f"{base}/models lists no model; pass --model", 1)
         model = str(ids[0])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kimi_cli.engine.spec import ModelSpec
 
@@ -54,7 +54,8 @@ class Plan:
         return self.request.nodes
 
 
-def make_plan(req: PlanRequest) -> Plan:
+def make_plan(req: PlanRequest, suggest: bool = True) -> Plan:
+    """The arithmetic and the verdict; with `suggest`, also what would fit instead."""
     spec = req.spec
     tp, pp = req.gpus_per_node, req.nodes
     weights_total = spec.weight_bytes()
@@ -89,7 +90,8 @@ def make_plan(req: PlanRequest) -> Plan:
         min(max_ctx, spec.max_context),
         verdict,
     )
-    plan.suggestions = _suggestions(plan)
+    if suggest:
+        plan.suggestions = _suggestions(plan)
     return plan
 
 
@@ -99,7 +101,7 @@ def _suggestions(plan: Plan) -> list[str]:
         return []
     tips: list[str] = []
     for nodes in range(req.nodes + 1, req.nodes + 8):
-        bigger = make_plan_quiet(req, nodes=nodes)
+        bigger = make_plan(replace(req, nodes=nodes), suggest=False)
         if bigger.sequences >= req.concurrency:
             tips.append(f"--nodes {nodes}: {bigger.sequences} sequences of {req.context:,} tokens fit")
             break
@@ -107,7 +109,7 @@ def _suggestions(plan: Plan) -> list[str]:
         if plan.max_context_one_sequence >= 1024:
             tips.append(f"--context {plan.max_context_one_sequence:,} or less fits one sequence")
         if req.kv_dtype != "fp8":
-            fp8 = make_plan_quiet(req, kv_dtype="fp8")
+            fp8 = make_plan(replace(req, kv_dtype="fp8"), suggest=False)
             tips.append(f"--kv-dtype fp8: {fp8.sequences} sequences of {req.context:,} tokens fit")
     else:
         need = plan.weights_per_gpu + req.activation_gb * GB
@@ -115,30 +117,3 @@ def _suggestions(plan: Plan) -> list[str]:
         if util < 0.99:
             tips.append(f"the weights alone need gpu_memory_utilization >= {util:.2f}, leaving no room for a cache")
     return tips
-
-
-def make_plan_quiet(req: PlanRequest, **changes: object) -> Plan:
-    """A variant of a plan, without suggestions of its own (no recursion)."""
-    from dataclasses import replace
-
-    variant = replace(req, **changes)  # type: ignore[arg-type]
-    spec = variant.spec
-    weights_per_gpu = spec.weight_bytes() / variant.gpus
-    usable = variant.hbm_gb * GB * variant.gpu_memory_utilization
-    budget = usable - weights_per_gpu - variant.activation_gb * GB
-    kv_token = spec.kv_bytes_per_token(KV_BYTES[variant.kv_dtype])
-    per_seq = kv_token * variant.context / variant.nodes + spec.linear_state_bytes() / variant.gpus
-    sequences = max(0, int(budget // per_seq)) if per_seq > 0 and budget > 0 else 0
-    return Plan(
-        variant,
-        spec.weight_bytes(),
-        weights_per_gpu,
-        usable,
-        budget,
-        kv_token,
-        0.0,
-        0.0,
-        sequences,
-        0,
-        "fits" if sequences >= variant.concurrency else "no",
-    )

@@ -113,7 +113,8 @@ class EngineSupervisor:
                 stage = "healthy; waiting for /v1/models"
             if stage.startswith("healthy"):
                 models = get_json(f"{self.root}/v1/models")
-                ids = [m.get("id") for m in (models or {}).get("data", []) if isinstance(m, dict)]  # type: ignore[union-attr]
+                listed = models.get("data", []) if isinstance(models, dict) else []
+                ids = [m.get("id") for m in listed if isinstance(m, dict)]
                 if self.served_name in ids:
                     served = Served(f"{self.root}/v1", self.served_name, self.proc.pid, str(self.log_path))
                     served.save()

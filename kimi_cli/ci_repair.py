@@ -95,7 +95,7 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     sys.stderr.write(
         f"kimi: {len(before.failing) or 'some'} failing; {switch_to_work_branch(runtime.workdir, branch)} {branch}\n"
     )
-    agent, provider = runtime.make_agent(renderer, HeadlessApprover(True))
+    agent, _provider = runtime.make_agent(renderer, HeadlessApprover(True))
     shadow = ShadowRepo(runtime.workdir)
     best: tuple[tuple[int, int], str, TestRun] | None = None
     message = TASK.format(command=command, failures=trim_failures(before.output))
@@ -124,7 +124,6 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     result.files = _changed_files(runtime.workdir, files_touched(agent.messages))
     if result.files:
         result.commit = await _commit(runtime, result, ToolContext(workspace=Workspace(runtime.workdir)))
-    del provider
     return result
 
 

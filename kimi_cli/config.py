@@ -35,10 +35,10 @@ class ProviderSettings(_Strict):
 
 
 class RetrySettings(_Strict):
-    max_retries: int = Field(6, ge=0, le=50)
-    base_delay: float = Field(1.0, ge=0)
-    max_delay: float = Field(60.0, gt=0)
-    request_timeout: float = Field(600.0, gt=0)
+    max_retries: int = Field(default=6, ge=0, le=50)
+    base_delay: float = Field(default=1.0, ge=0)
+    max_delay: float = Field(default=60.0, gt=0)
+    request_timeout: float = Field(default=600.0, gt=0)
 
 
 class SandboxSettings(_Strict):
@@ -47,12 +47,12 @@ class SandboxSettings(_Strict):
     hidden_paths: list[str] = Field(default_factory=list)
     docker_image: str = "kimi-sandbox:latest"
     docker_memory: str = "4g"
-    docker_pids_limit: int = Field(1024, ge=16)
+    docker_pids_limit: int = Field(default=1024, ge=16)
 
 
 class ShellSettings(_Strict):
-    default_timeout: int = Field(60, ge=1, le=600)
-    output_cap: int = Field(30_000, ge=1000)
+    default_timeout: int = Field(default=60, ge=1, le=600)
+    output_cap: int = Field(default=30_000, ge=1000)
 
 
 class GitSettings(_Strict):
@@ -64,10 +64,10 @@ class GitSettings(_Strict):
 
 class ContextSettings(_Strict):
     pack: bool = True
-    budget_ratio: float = Field(0.6, gt=0, le=0.95)
-    budget: int | None = Field(None, ge=1000)
-    max_file_bytes: int = Field(1_000_000, ge=1000)
-    compact_at: float = Field(0.85, ge=0.01, le=0.99)
+    budget_ratio: float = Field(default=0.6, gt=0, le=0.95)
+    budget: int | None = Field(default=None, ge=1000)
+    max_file_bytes: int = Field(default=1_000_000, ge=1000)
+    compact_at: float = Field(default=0.85, ge=0.01, le=0.99)
 
 
 class ApprovalSettings(_Strict):
@@ -79,9 +79,9 @@ class ApprovalSettings(_Strict):
 class PricingSettings(_Strict):
     """Dollars per million tokens, for the cost in the status line (assumed Kimi list prices by default)."""
 
-    input: float = Field(0.60, ge=0)
-    cached_input: float = Field(0.15, ge=0)
-    output: float = Field(2.50, ge=0)
+    input: float = Field(default=0.60, ge=0)
+    cached_input: float = Field(default=0.15, ge=0)
+    output: float = Field(default=2.50, ge=0)
 
 
 class Config(_Strict):
@@ -91,9 +91,9 @@ class Config(_Strict):
     model: str | None = None
     base_url: str | None = None
     api_key: SecretStr | None = None
-    max_steps: int = Field(200, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
-    context_length: int = Field(1_048_576, ge=1024)
+    max_steps: int = Field(default=200, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    context_length: int = Field(default=1_048_576, ge=1024)
     yolo: bool = False
     providers: dict[ProviderKind, ProviderSettings] = Field(default_factory=dict)
     retry: RetrySettings = Field(default_factory=RetrySettings)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,17 +83,25 @@ class TerminalRenderer:
         self.show_reasoning = False
         self._md = MarkdownStream(self._print_block)
         self._spinner: Any = None
-        self._started = time.monotonic()
+        self._task: Any = None
         self._reasoning_chars = 0
         self._tool_names: dict[str, str] = {}
 
     # --- spinner --------------------------------------------------------------------------------------
 
     def spin(self, label: str) -> None:
+        """A spinner with the elapsed time while the model or a tool works; transient, so nothing is left."""
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
         self.stop_spinner()
-        self._started = time.monotonic()
-        self._spinner = self.console.status(f"[dim]{label}[/]", spinner="dots")
+        self._spinner = Progress(SpinnerColumn("dots"), TextColumn("[dim]{task.description}"),
+                                 TimeElapsedColumn(), console=self.console, transient=True)  # fmt: skip
+        self._task = self._spinner.add_task(label)
         self._spinner.start()
+
+    def spin_label(self, label: str) -> None:
+        if self._spinner is not None:
+            self._spinner.update(self._task, description=label)
 
     def stop_spinner(self) -> None:
         if self._spinner is not None:
@@ -117,10 +124,8 @@ class TerminalRenderer:
         if self.show_reasoning:
             self.stop_spinner()
             self.console.print(Text(event.text, style="dim italic"), end="")
-        elif self._spinner is not None:
-            self._spinner.update(
-                f"[dim]thinking ({self._reasoning_chars:,} chars of reasoning; /reasoning shows it)[/]"
-            )
+        else:
+            self.spin_label(f"thinking ({self._reasoning_chars:,} chars of reasoning; /reasoning shows it)")
 
     def _on_text_delta(self, event: TextDelta) -> None:
         self.stop_spinner()

@@ -7,13 +7,12 @@ Targets: incremental <= 50 ms; `kimi undo` of one step <= 200 ms (whole process)
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, kimi_bin, median, table, time_calls, time_process
+from common import ROOT, commit_all, kimi_bin, median, table, time_calls, time_process
 
 sys.path.insert(0, str(ROOT))
 FILES = 5000
@@ -25,15 +24,7 @@ def make_repo(root: Path) -> None:
         folder = root / f"pkg{i // 100:02d}"
         folder.mkdir(exist_ok=True)
         (folder / f"mod{i % 100:03d}.py").write_text(f"# module {i}\n" + "def f(x):\n    return x * 2\n" * 40)
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "b",
-        "GIT_AUTHOR_EMAIL": "b@x",
-        "GIT_COMMITTER_NAME": "b",
-        "GIT_COMMITTER_EMAIL": "b@x",
-    }
-    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
-        subprocess.run(["git", *cmd], cwd=root, env=env, check=True)
+    commit_all(root, "init")
 
 
 def main(runs: int = 7) -> str:

@@ -39,6 +39,16 @@ def time_calls(fn: Callable[[], object], runs: int, warmup: int = 3) -> list[flo
     return times
 
 
+def commit_all(root: Path, message: str) -> None:
+    """git init + add + commit, with a fixed identity (bench machines may have none)."""
+    import os
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}  # fmt: skip
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", message]):
+        subprocess.run(["git", *cmd], cwd=root, env=env, check=True)
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import kimi_bin, median, table
+from common import commit_all, kimi_bin, median, table
 
 HERE = Path(__file__).resolve().parent
 CORPORA = HERE / "corpora"
@@ -62,15 +62,7 @@ def prepare() -> dict[str, Path]:
             existing = [p for p in CORPORA.glob(f"{name.lower()}-*") if p.is_dir()]
         root = existing[0]
         if not (root / ".git").exists():
-            env = {
-                **os.environ,
-                "GIT_AUTHOR_NAME": "b",
-                "GIT_AUTHOR_EMAIL": "b@x",
-                "GIT_COMMITTER_NAME": "b",
-                "GIT_COMMITTER_EMAIL": "b@x",
-            }
-            for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "sdist"]):
-                subprocess.run(["git", *cmd], cwd=root, env=env, check=True)
+            commit_all(root, "sdist")
         out[name] = root
     return out
 

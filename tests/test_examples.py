@@ -18,6 +18,12 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 
 
+def script_env(env: dict, server: ScriptedModelServer) -> dict[str, str]:
+    """What an example script needs: the scripted model, and this interpreter's `kimi` first on PATH."""
+    return {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}  # fmt: skip
+
+
 def test_refactor_example_makes_one_verified_commit(tmp_path: Path, env: dict, server: ScriptedModelServer) -> None:
     repo = tmp_path / "geo"
     repo.mkdir()
@@ -42,17 +48,8 @@ def test_refactor_example_makes_one_verified_commit(tmp_path: Path, env: dict, s
         {"tool_calls": [tool_call("Shell", {"command": PYTEST}, "s1")]},
         {"text": "Renamed in geometry.py, test_geometry.py and README.md; tests pass."},
     )
-    run_env = {
-        **env,
-        "KIMI_PROVIDER": "openai",
-        "KIMI_BASE_URL": server.base_url,
-        "KIMI_API_KEY": TEST_KEY,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
-        "GIT_AUTHOR_NAME": "Dev",
-        "GIT_AUTHOR_EMAIL": "dev@example.com",
-        "GIT_COMMITTER_NAME": "Dev",
-        "GIT_COMMITTER_EMAIL": "dev@example.com",
-    }
+    run_env = {**script_env(env, server), "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+               "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com"}  # fmt: skip
     proc = subprocess.run(
         ["bash", str(EXAMPLES / "refactor" / "refactor.sh"), "area_of", "rectangle_area", PYTEST],
         cwd=repo,
@@ -90,13 +87,7 @@ def test_refactor_example_refuses_to_commit_a_half_rename(
         },
         {"text": "done"},
     )
-    run_env = {
-        **env,
-        "KIMI_PROVIDER": "openai",
-        "KIMI_BASE_URL": server.base_url,
-        "KIMI_API_KEY": TEST_KEY,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
-    }
+    run_env = script_env(env, server)
     proc = subprocess.run(
         ["bash", str(EXAMPLES / "refactor" / "refactor.sh"), "old_name", "new_name", "true"],
         cwd=repo,
@@ -148,13 +139,7 @@ def test_screenshot_to_code_sends_the_image_writes_html_and_scores_it(
         {"text": "Wrote index.html."},
     )
     work = tmp_path / "work"
-    run_env = {
-        **env,
-        "KIMI_PROVIDER": "openai",
-        "KIMI_BASE_URL": server.base_url,
-        "KIMI_API_KEY": TEST_KEY,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
-    }
+    run_env = script_env(env, server)
     proc = subprocess.run(
         ["bash", str(SHOT / "run.sh"), str(work)], env=run_env, capture_output=True, text=True, timeout=300
     )

@@ -19,13 +19,17 @@ engine_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-GpuOpt = Annotated[str, typer.Option("--gpu", help="b200 | b300 | gb200 | h200 | h100 | a100 | l40s | mi300x.")]
-HbmOpt = Annotated[float | None, typer.Option("--hbm-gb", help="HBM per GPU in GB, for other GPUs.")]
-PerNodeOpt = Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node (tensor/expert parallel).")]
-NodesOpt = Annotated[int, typer.Option("--nodes", help="Nodes (pipeline parallel across them, via Ray).")]
-ContextOpt = Annotated[int, typer.Option("--context", help="Context length per sequence, in tokens.")]
-KvOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: bf16 | fp8.")]
-UtilOpt = Annotated[float, typer.Option("--gpu-util", help="vLLM gpu_memory_utilization.")]
+GpuOpt = Annotated[
+    str, typer.Option("--gpu", help="b200 | b300 | gb200 | h200 | h100 | a100 | l40s | mi300x.", metavar="NAME")
+]
+HbmOpt = Annotated[float | None, typer.Option("--hbm-gb", help="HBM per GPU in GB, for other GPUs.", metavar="GB")]
+PerNodeOpt = Annotated[
+    int, typer.Option("--gpus-per-node", help="GPUs per node (tensor/expert parallel).", metavar="N")
+]
+NodesOpt = Annotated[int, typer.Option("--nodes", help="Nodes (pipeline parallel across them, via Ray).", metavar="N")]
+ContextOpt = Annotated[int, typer.Option("--context", help="Context length per sequence, in tokens.", metavar="N")]
+KvOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: bf16 | fp8.", metavar="DTYPE")]
+UtilOpt = Annotated[float, typer.Option("--gpu-util", help="vLLM gpu_memory_utilization.", metavar="RATIO")]
 
 
 def _request(
@@ -42,8 +46,9 @@ def _request(
     from kimi_cli.engine.plan import GPU_HBM_GB, KV_BYTES, PlanRequest
     from kimi_cli.engine.spec import KIMI_K3_1_PRO, spec_from_config
 
+    gpu = gpu.strip().lower()
     if hbm_gb is None and gpu not in GPU_HBM_GB:
-        _fail(f"unknown GPU {gpu!r}: use one of {', '.join(GPU_HBM_GB)} or give --hbm-gb", 2)
+        _fail(_unknown_gpu(gpu, list(GPU_HBM_GB)), 2)
     if kv not in KV_BYTES:
         _fail(f"--kv-dtype must be one of {', '.join(KV_BYTES)}", 2)
     spec = spec_from_config(config) if config is not None else KIMI_K3_1_PRO
@@ -60,6 +65,14 @@ def _request(
     )
 
 
+def _unknown_gpu(gpu: str, known: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(gpu, known, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown GPU {gpu!r}: {hint}known: {', '.join(known)} (any case); for another GPU give --hbm-gb N"
+
+
 def _fail(message: str, code: int = 1) -> None:
     typer.echo(f"kimi engine: {message}", err=True)
     raise typer.Exit(code)
@@ -72,10 +85,14 @@ def plan_command(
     gpus_per_node: PerNodeOpt = 8,
     nodes: NodesOpt = 1,
     context: ContextOpt = 1_048_576,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Full-context sequences wanted at once.")] = 1,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Full-context sequences wanted at once.", metavar="N")
+    ] = 1,
     kv_dtype: KvOpt = "bf16",
     gpu_util: UtilOpt = 0.92,
-    config: Annotated[Path | None, typer.Option("--config", help="Plan this config.json instead.")] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Plan this config.json instead.", metavar="PATH")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """Will it fit? Weights, KV cache and linear-attention state per GPU, and a verdict."""
@@ -93,7 +110,9 @@ def plan_command(
 @engine_app.command("serve")
 def serve_command(
     weights: Annotated[Path, typer.Argument(help="Folder with config.json, the tokenizer and the shards.")],
-    name: Annotated[str | None, typer.Option("--name", help="Served model name (default: the model's).")] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Served model name (default: the model's).", metavar="NAME")
+    ] = None,
     gpu: GpuOpt = "b200",
     hbm_gb: HbmOpt = None,
     gpus_per_node: PerNodeOpt = 8,
@@ -101,11 +120,15 @@ def serve_command(
     context: ContextOpt = 1_048_576,
     kv_dtype: KvOpt = "bf16",
     gpu_util: UtilOpt = 0.92,
-    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port")] = 8000,
-    head_ip: Annotated[str, typer.Option("--head-ip", help="Multi-node: the Ray head's address.")] = "HEAD_IP",
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the server.")] = 3600,
-    vllm_bin: Annotated[str, typer.Option("--vllm-bin", help="The vllm executable.")] = "vllm",
+    host: Annotated[str, typer.Option("--host", metavar="HOST")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="N")] = 8000,
+    head_ip: Annotated[
+        str, typer.Option("--head-ip", help="Multi-node: the Ray head's address.", metavar="IP")
+    ] = "HEAD_IP",
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the server.", metavar="SECONDS")
+    ] = 3600,
+    vllm_bin: Annotated[str, typer.Option("--vllm-bin", help="The vllm executable.", metavar="PATH")] = "vllm",
     force: Annotated[bool, typer.Option("--force", help="Launch even if the plan says it will not fit.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the command and stop.")] = False,
 ) -> None:
@@ -194,7 +217,9 @@ def _supervise(argv: list[str], host: str, port: int, served_name: str, timeout:
 
 @engine_app.command("status")
 def status_command(
-    url: Annotated[str | None, typer.Option("--url", help="Engine URL (default: the one serve recorded).")] = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Engine URL (default: the one serve recorded).", metavar="URL")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Health, served models, running and waiting requests, KV-cache use and prefix-cache hit rate."""
@@ -236,12 +261,16 @@ def stop_command() -> None:
 
 @engine_app.command("bench")
 def bench_command(
-    url: Annotated[str | None, typer.Option("--url", help="Any OpenAI-compatible base URL.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model (default: the first one served).")] = None,
-    context: Annotated[str, typer.Option("--context", help="Prompt sizes, e.g. 1k,32k,128k.")] = "1k,32k",
-    concurrency: Annotated[str, typer.Option("--concurrency", help="Parallel requests, e.g. 1,8.")] = "1,8",
-    requests: Annotated[int, typer.Option("--requests", help="Requests per row (median over them).")] = 4,
-    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 128,
+    url: Annotated[str | None, typer.Option("--url", help="Any OpenAI-compatible base URL.", metavar="URL")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model (default: the first one served).", metavar="NAME")
+    ] = None,
+    context: Annotated[str, typer.Option("--context", help="Prompt sizes, e.g. 1k,32k,128k.", metavar="N")] = "1k,32k",
+    concurrency: Annotated[
+        str, typer.Option("--concurrency", help="Parallel requests, e.g. 1,8.", metavar="N")
+    ] = "1,8",
+    requests: Annotated[int, typer.Option("--requests", help="Requests per row (median over them).", metavar="N")] = 4,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N")] = 128,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the rows as JSON here.")] = None,
 ) -> None:
     """Time to first token, decode tokens/s and prefix-cache reuse, as medians, per context and concurrency."""

@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from kimi_cli import __version__
-
 app = typer.Typer(
     name="kimi",
     help=(
@@ -29,7 +27,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"kimi {__version__}")
+        from kimi_cli.version_info import version_report
+
+        typer.echo(version_report(Path.cwd()))
         raise typer.Exit()
 
 
@@ -38,56 +38,79 @@ def main_command(
     ctx: typer.Context,
     prompt: Annotated[
         str | None,
-        typer.Option("-p", "--prompt", help="Run this task headless and exit. '-' reads it from stdin."),
+        typer.Option(
+            "-p", "--prompt", help="Run this task headless and exit. '-' reads it from stdin.", metavar="TASK"
+        ),
     ] = None,
     output_format: Annotated[
-        str, typer.Option("--output-format", help="Headless output: text | json | stream-json.")
+        str, typer.Option("--output-format", help="Headless output: text | json | stream-json.", metavar="FORMAT")
     ] = "text",
     image: Annotated[
         list[str] | None,
         typer.Option(
             "--image",
             help="Attach an image (PNG/JPEG/WebP/GIF); repeatable. @shot.png in the prompt works too.",
+            metavar="PATH",
         ),
     ] = None,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Resume the latest session here.")] = False,
-    resume: Annotated[str | None, typer.Option("--resume", help="Resume the session with this id.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name.")] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Resume the session with this id.", metavar="ID")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name.", metavar="NAME")] = None,
     provider: Annotated[
         str | None,
-        typer.Option("--provider", help="moonshot (hosted API) | local (kimi engine) | openai (any base URL)."),
+        typer.Option(
+            "--provider", help="moonshot (hosted API) | local (kimi engine) | openai (any base URL).", metavar="NAME"
+        ),
     ] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint URL.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after N steps (exit 3).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint URL.", metavar="URL")
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Stop after N steps (exit 3).", metavar="N")
+    ] = None,
     max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", help="Stop once this many tokens are used (exit 3).")
+        int | None, typer.Option("--max-tokens", help="Stop once this many tokens are used (exit 3).", metavar="N")
     ] = None,
     yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
     sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | docker | none.")
+        str | None, typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | docker | none.", metavar="MODE")
     ] = None,
     allow_network: Annotated[
         bool, typer.Option("--allow-network", help="Let sandboxed commands use the network.")
     ] = False,
     workdir: Annotated[
-        Path | None, typer.Option("--workdir", "-w", help="Workspace folder (default: current directory).")
+        Path | None,
+        typer.Option("--workdir", "-w", help="Workspace folder (default: current directory).", metavar="PATH"),
     ] = None,
     branch: Annotated[
-        str | None, typer.Option("--branch", help="Create (or reuse) this git branch and switch to it first.")
+        str | None,
+        typer.Option("--branch", help="Create (or reuse) this git branch and switch to it first.", metavar="NAME"),
     ] = None,
     no_pack: Annotated[
         bool, typer.Option("--no-pack", help="Do not pack the repository into the context at start.")
     ] = False,
     pack_budget: Annotated[
-        int | None, typer.Option("--pack-budget", help="Tokens for the packed repository (default: 60% of context).")
+        int | None,
+        typer.Option("--pack-budget", help="Tokens for the packed repository (default: 60% of context).", metavar="N"),
     ] = None,
     compact_at: Annotated[
-        float | None, typer.Option("--compact-at", help="Compact the conversation at this share of the context.")
+        float | None,
+        typer.Option("--compact-at", help="Compact the conversation at this share of the context.", metavar="RATIO"),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Debug logs (requests sent, key redacted) to stderr and ~/.kimi/logs/."),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
 ) -> None:
+    if verbose:
+        from kimi_cli.logs import setup_logging
+
+        setup_logging(True)
     if ctx.invoked_subcommand is not None:
         return
     if output_format not in ("text", "json", "stream-json"):
@@ -137,7 +160,7 @@ def _usage(message: str) -> None:
 
 @app.command("sessions")
 def sessions_command(
-    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", help="Workspace folder.")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", help="Workspace folder.", metavar="PATH")] = None,
 ) -> None:
     """List this workspace's sessions, newest first (ids work with --resume)."""
     import time
@@ -155,21 +178,27 @@ def sessions_command(
 
 @app.command("ci-repair")
 def ci_repair_command(
-    test: Annotated[str, typer.Option("--test", help="The test command, e.g. 'pytest -q'.")],
-    max_attempts: Annotated[int, typer.Option("--max-attempts", help="Agent runs before giving up.")] = 3,
+    test: Annotated[str, typer.Option("--test", help="The test command, e.g. 'pytest -q'.", metavar="COMMAND")],
+    max_attempts: Annotated[int, typer.Option("--max-attempts", help="Agent runs before giving up.", metavar="N")] = 3,
     branch: Annotated[
-        str | None, typer.Option("--branch", help="Work branch (default kimi/ci-repair-<short sha>).")
+        str | None, typer.Option("--branch", help="Work branch (default kimi/ci-repair-<short sha>).", metavar="NAME")
     ] = None,
-    report: Annotated[Path | None, typer.Option("--report", help="Write a markdown report (PR comment).")] = None,
-    output_format: Annotated[str, typer.Option("--output-format", help="text | json.")] = "text",
-    test_timeout: Annotated[int, typer.Option("--test-timeout", help="Seconds for one test run.")] = 600,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Steps per attempt.")] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget in all.")] = None,
-    model: Annotated[str | None, typer.Option("--model")] = None,
-    provider: Annotated[str | None, typer.Option("--provider")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url")] = None,
-    sandbox: Annotated[str | None, typer.Option("--sandbox", help="auto | bwrap | docker | none.")] = None,
-    workdir: Annotated[Path | None, typer.Option("--workdir", "-w")] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a markdown report (PR comment).", metavar="PATH")
+    ] = None,
+    output_format: Annotated[str, typer.Option("--output-format", help="text | json.", metavar="FORMAT")] = "text",
+    test_timeout: Annotated[
+        int, typer.Option("--test-timeout", help="Seconds for one test run.", metavar="SECONDS")
+    ] = 600,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Steps per attempt.", metavar="N")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget in all.", metavar="N")] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="NAME")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | docker | none.", metavar="MODE")
+    ] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", metavar="PATH")] = None,
 ) -> None:
     """Run the tests; if they fail, let the agent fix them, commit on a branch, and report. Never pushes.
 
@@ -179,7 +208,7 @@ def ci_repair_command(
         _usage("--output-format must be text or json")
     if not 1 <= test_timeout <= 3600:
         _usage("--test-timeout must be between 1 and 3600 seconds")
-    from kimi_cli.ci_repair import run_ci_repair
+    from kimi_cli.ci.repair import run_ci_repair
 
     flags: dict[str, object] = {
         k: v
@@ -215,7 +244,7 @@ PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_o
 @app.command("pack", context_settings=PASSTHROUGH)
 def pack_command(ctx: typer.Context) -> None:
     """Pack the repository as the agent sees it (kimi pack --help for options)."""
-    from kimi_cli.pack_command import cli_main
+    from kimi_cli.commands.pack import cli_main
 
     raise typer.Exit(cli_main(list(ctx.args)))
 
@@ -223,7 +252,7 @@ def pack_command(ctx: typer.Context) -> None:
 @app.command("undo", context_settings=PASSTHROUGH)
 def undo_command(ctx: typer.Context) -> None:
     """Restore files as they were N agent steps ago (kimi undo --help for options)."""
-    from kimi_cli.undo_command import cli_main
+    from kimi_cli.commands.undo import cli_main
 
     raise typer.Exit(cli_main(list(ctx.args)))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-FAST_COMMANDS = {"pack": "kimi_cli.pack_command", "undo": "kimi_cli.undo_command"}
+FAST_COMMANDS = {"pack": "kimi_cli.commands.pack", "undo": "kimi_cli.commands.undo"}
 
 
 def main() -> None:

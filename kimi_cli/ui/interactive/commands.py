@@ -6,7 +6,6 @@ import difflib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.syntax import Syntax
 from rich.table import Table
@@ -18,9 +17,7 @@ from kimi_cli.runtime import SessionChoice
 from kimi_cli.session.checkpointing import apply_undo, plan_undo
 from kimi_cli.session.store import list_sessions
 from kimi_cli.tools.media import image_data_url
-
-if TYPE_CHECKING:
-    from kimi_cli.ui.interactive.session import InteractiveApp
+from kimi_cli.ui.interactive.host import SessionHost
 
 EXIT = "exit"
 HELP = {
@@ -43,7 +40,7 @@ HELP = {
 
 
 class SlashCommands:
-    def __init__(self, app: InteractiveApp) -> None:
+    def __init__(self, app: SessionHost) -> None:
         self.app = app
         self.console = app.console
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kimi_cli.ci_repair import RepairResult, TestRun
+from kimi_cli.ci.results import RepairResult, TestRun
 
 HEADLINES = {
     "already-green": "The tests already pass: nothing to repair.",

@@ -7,13 +7,13 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kimi_cli.approval import HeadlessApprover
 from kimi_cli.checkpoints import ShadowRepo
-from kimi_cli.ci_failures import counts, failing_tests, trim_failures
+from kimi_cli.ci.failures import counts, failing_tests, trim_failures
+from kimi_cli.ci.results import RepairResult, TestRun
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.tools.base import ToolContext
@@ -31,47 +31,6 @@ Output of the failing run (trimmed):
 {failures}"""
 RETRY = """The tests still fail after your change. Output of `{command}` now (trimmed):
 {failures}"""
-
-
-@dataclass
-class TestRun:
-    exit_code: int | None
-    output: str
-    failing: list[str]
-    counts: dict[str, int]
-
-    @property
-    def green(self) -> bool:
-        return self.exit_code == 0
-
-    @property
-    def badness(self) -> tuple[int, int]:
-        return (0 if self.green else 1, self.counts.get("failed", 0) + self.counts.get("errors", 0) or 1_000_000)
-
-
-@dataclass
-class RepairResult:
-    status: str  # already-green | fixed | not-fixed | error
-    command: str
-    before: TestRun
-    after: TestRun | None = None
-    attempts: int = 0
-    branch: str | None = None
-    commit: str | None = None
-    summary: str = ""
-    files: list[str] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
-    cost: float = 0.0
-    session_id: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        def run(t: TestRun | None) -> dict[str, Any] | None:
-            return None if t is None else {"exit_code": t.exit_code, "counts": t.counts, "failing": t.failing}
-
-        return {"status": self.status, "command": self.command, "attempts": self.attempts, "branch": self.branch,
-                "commit": self.commit, "files_changed": self.files, "summary": self.summary,
-                "tests_before": run(self.before), "tests_after": run(self.after), "usage": self.usage,
-                "cost_usd": round(self.cost, 4), "session_id": self.session_id}  # fmt: skip
 
 
 async def run_tests(runtime: Runtime, command: str, timeout: int) -> TestRun:
@@ -198,7 +157,7 @@ def run_ci_repair(root: Path, command: str, max_attempts: int, branch: str | Non
         return int(exc.exit_code) if exc.exit_code != ExitCode.OK else 1
     finally:
         runtime.session.close()
-    from kimi_cli.ci_report import render_report
+    from kimi_cli.ci.report import render_report
 
     text = render_report(result, time.perf_counter() - started)
     if report is not None:

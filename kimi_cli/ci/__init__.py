@@ -1,0 +1,1 @@
+"""Continuous-integration repair: run the tests, let the agent fix them, report."""

@@ -1,0 +1,1 @@
+"""Sub-commands that start without Typer: `kimi pack` and `kimi undo`."""

@@ -14,6 +14,8 @@ from pathlib import Path
 from kimi_cli.paths import kimi_home, workspace_key
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+# Caches that tools regenerate: never worth restoring, and a test run that writes them changed nothing.
+ALWAYS_EXCLUDED = ("__pycache__/", "*.py[co]", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
@@ -30,8 +32,10 @@ class FileChange:
 class ShadowRepo:
     """A bare repository beside the workspace, with its own index, that stores workspace trees."""
 
-    def __init__(self, workspace: Path, home: Path | None = None) -> None:
+    def __init__(self, workspace: Path, home: Path | None = None, max_file_bytes: int = MAX_FILE_BYTES) -> None:
         self.workspace = workspace.resolve()
+        self.max_file_bytes = max_file_bytes
+        self.last_skipped: list[tuple[str, int]] = []
         self.git_dir = (home or kimi_home()) / "checkpoints" / workspace_key(self.workspace)
         self._env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
@@ -83,16 +87,19 @@ class ShadowRepo:
             (self.git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n")
 
     def _write_excludes(self) -> None:
-        """The user's own info/exclude, plus files too large to snapshot."""
-        lines = []
+        """The user's own info/exclude, plus files too large to snapshot (remembered in last_skipped)."""
+        lines = list(ALWAYS_EXCLUDED)
+        self.last_skipped = []
         user_exclude = self.workspace / ".git" / "info" / "exclude"
         if user_exclude.is_file():
             lines.append(user_exclude.read_text(errors="replace"))
         changed = self._git("ls-files", "-z", "--others", "--modified", "--exclude-standard").split("\0")
         for rel in filter(None, changed):
             try:
-                if (self.workspace / rel).stat().st_size > MAX_FILE_BYTES:
+                size = (self.workspace / rel).stat().st_size
+                if size > self.max_file_bytes:
                     lines.append("/" + _escape_pattern(rel))
+                    self.last_skipped.append((rel, size))
             except OSError:
                 continue
         info = self.git_dir / "info"

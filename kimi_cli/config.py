@@ -17,6 +17,7 @@ ProviderKind = Literal["moonshot", "local", "openai"]
 SandboxMode = Literal["auto", "bwrap", "docker", "none"]
 
 DEFAULT_MODEL = "kimi-k3.1-pro"
+HEADLESS_MAX_STEPS = 1000
 PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
     "moonshot": {"base_url": "https://api.moonshot.ai/v1", "key_env": ["KIMI_API_KEY", "MOONSHOT_API_KEY"]},
     "local": {"base_url": "http://127.0.0.1:8000/v1", "key_env": ["KIMI_API_KEY"]},
@@ -91,7 +92,9 @@ class Config(_Strict):
     model: str | None = None
     base_url: str | None = None
     api_key: SecretStr | None = None
-    max_steps: int = Field(default=200, ge=1)
+    max_steps: int | None = Field(default=None, ge=1)  # None: no cap interactive, HEADLESS_MAX_STEPS headless
+    max_output_tokens: int = Field(default=32_768, ge=256)  # max_tokens per answer, capped by the window
+    transport: Literal["httpx", "openai"] = "httpx"  # the HTTP client for model requests
     max_tokens: int | None = Field(default=None, ge=1)
     context_length: int = Field(default=1_048_576, ge=1024)
     yolo: bool = False
@@ -153,7 +156,13 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
-    for var, key in (("KIMI_PROVIDER", "provider"), ("KIMI_BASE_URL", "base_url"), ("KIMI_MODEL", "model")):
+    pairs = (
+        ("KIMI_PROVIDER", "provider"),
+        ("KIMI_BASE_URL", "base_url"),
+        ("KIMI_MODEL", "model"),
+        ("KIMI_TRANSPORT", "transport"),
+    )
+    for var, key in pairs:
         if environ.get(var):
             layer[key] = environ[var]
     return layer

@@ -6,14 +6,14 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kimi_cli.agent.events import Event
 from kimi_cli.agent.loop import Agent
 from kimi_cli.checkpoints import ShadowRepo
-from kimi_cli.config import Config, Endpoint, load_config, resolve_endpoint
+from kimi_cli.config import HEADLESS_MAX_STEPS, Config, Endpoint, load_config, resolve_endpoint
 from kimi_cli.context.session_context import SessionContext
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.llm.types import Message
@@ -51,6 +51,7 @@ class Runtime:
     private_tmp: Path
     context: SessionContext
     resume_note: str = ""
+    providers: list[ChatProvider] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -91,8 +92,15 @@ class Runtime:
             raise
         return cls(config, endpoint, workdir, session, history, sandbox, private_tmp, context, resume_note)
 
-    def make_agent(self, emit: Callable[[Event], None], approver: ShellApprover) -> tuple[Agent, ChatProvider]:
-        provider = ChatProvider(self.endpoint, self.config.retry, self.session.id)
+    def make_agent(
+        self, emit: Callable[[Event], None], approver: ShellApprover, headless: bool = False
+    ) -> tuple[Agent, ChatProvider]:
+        """The agent for this session. Headless runs get a step cap by default; interactive turns none."""
+        provider = ChatProvider(self.endpoint, self.config.retry, self.session.id, transport=self.config.transport)
+        self.providers.append(provider)
+        max_steps = self.config.max_steps
+        if max_steps is None and headless:
+            max_steps = HEADLESS_MAX_STEPS
         git_cfg = self.config.git
         identity = GitIdentity(
             name=git_cfg.author_name,
@@ -108,7 +116,8 @@ class Runtime:
             recorder=self.session,
             emit=emit,
             messages=self.history,
-            max_steps=self.config.max_steps,
+            max_steps=max_steps,
+            max_output_tokens=self.config.max_output_tokens,
             max_tokens=self.config.max_tokens,
             checkpointer=SessionCheckpointer(ShadowRepo(self.workdir), self.session),
             context=self.context,
@@ -125,6 +134,9 @@ class Runtime:
 
     async def aclose(self) -> None:
         self.context.save_baseline(self.session.path)
+        for provider in self.providers:
+            with contextlib.suppress(Exception):
+                await provider.aclose()
         with contextlib.suppress(Exception):
             await self.sandbox.close()
         shutil.rmtree(self.private_tmp, ignore_errors=True)

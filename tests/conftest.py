@@ -98,6 +98,26 @@ def run_kimi(
     )
 
 
+PEAK_RSS_RUNNER = (
+    "import os, subprocess, sys\n"
+    "proc = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+    "stderr=subprocess.DEVNULL)\n"
+    "_, status, usage = os.wait4(proc.pid, 0)\n"
+    "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)\n"
+)
+
+
+def run_for_peak_rss(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> tuple[int, int]:
+    """(exit code, peak RSS in KiB) of argv, forked from a small Python: a fork from pytest itself would
+    count pytest's own pages in the child's peak until exec."""
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS_RUNNER, *argv], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=timeout, check=True,
+    )  # fmt: skip
+    code, rss = out.stdout.split()
+    return int(code), int(rss)
+
+
 def result_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     assert lines, f"no stdout; stderr was:\n{proc.stderr}"

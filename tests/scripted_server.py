@@ -12,6 +12,9 @@ Entry keys:
   error, retry_after, body  answer with this HTTP status instead of a stream
   break_after               send this many chunks, then drop the connection
   delay                     seconds to sleep before each chunk; hang: seconds before the first byte
+  empty                     answer 200 with an event stream that holds no chunk at all
+  no_usage                  never send usage, whatever stream_options asks
+  repeat_name               repeat the function name in every tool-call chunk (as some servers do)
 Run as a program for benchmarks: python tests/scripted_server.py SCRIPT.json --port-file F
 """
 
@@ -165,6 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.send_header("cache-control", "no-cache")
         self.end_headers()
+        if entry.get("empty"):
+            self._chunk(b"")
+            return
         break_after = entry.get("break_after")
         for count, event in enumerate(_sse_events(entry, self.owner.model, body), start=1):
             if entry.get("delay"):
@@ -237,8 +243,12 @@ def _sse_events(entry: dict[str, Any], model: str, body: dict[str, Any]) -> Iter
         }
         yield chunk({"tool_calls": [head]})
         for piece in _pieces(args_text, size):
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            fn = {"arguments": piece, **({"name": call["name"]} if entry.get("repeat_name") else {})}
+            yield chunk({"tool_calls": [{"index": index, "function": fn}]})
     finish = "tool_calls" if calls else entry.get("finish_reason", "stop")
+    if entry.get("no_usage"):
+        yield chunk({}, finish)
+        return
     usage = dict(entry.get("usage") or _estimate_usage(entry, body))
     cached = int(usage.pop("cached_tokens", 0))
     usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)

@@ -54,20 +54,6 @@ def test_token_budget_exits_3(repo: Path, env: dict, server: ScriptedModelServer
     assert len(server.requests) == 2
 
 
-def test_repeated_identical_calls_get_a_reminder_then_stop_the_run(
-    repo: Path, env: dict, server: ScriptedModelServer
-) -> None:
-    same = {"path": "calc.py"}
-    server.add(*[{"tool_calls": [tool_call("ReadFile", same, f"r{i}")]} for i in range(8)])
-    proc = run_kimi(["-p", "loop", "--output-format", "json"], repo, env, server)
-    assert proc.returncode == 1
-    assert result_json(proc)["reason"] == "loop_detected"
-    assert len(server.requests) == 6
-    results = tool_results(server, 5)
-    assert "made 3 times" not in results[1] and "made 3 times" in results[2]
-    assert "repeated" in proc.stderr
-
-
 def test_image_part_from_read_media_file_follows_the_tool_results(
     repo: Path, env: dict, server: ScriptedModelServer, png_bytes: bytes
 ) -> None:

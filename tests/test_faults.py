@@ -6,18 +6,24 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
 
+TRANSPORTS = pytest.mark.parametrize("transport", ["httpx", "openai"])
 WRITE = tool_call("WriteFile", {"path": "log.txt", "content": "x\n", "mode": "append"}, "WriteFile:0")
 
 
+@TRANSPORTS
 def test_429_with_retry_after_is_waited_out_and_the_task_finishes(
-    repo: Path, env: dict, server: ScriptedModelServer
+    repo: Path, env: dict, server: ScriptedModelServer, transport: str
 ) -> None:
     server.add({"error": 429, "retry_after": "1"}, {"tool_calls": [WRITE]}, {"text": "done"})
     started = time.monotonic()
-    proc = run_kimi(["-p", "append", "--output-format", "stream-json"], repo, env, server)
+    proc = run_kimi(
+        ["-p", "append", "--output-format", "stream-json"], repo, {**env, "KIMI_TRANSPORT": transport}, server
+    )
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
     retries = [json.loads(line) for line in proc.stdout.splitlines() if '"retry"' in line]
@@ -26,23 +32,29 @@ def test_429_with_retry_after_is_waited_out_and_the_task_finishes(
     assert (repo / "log.txt").read_text() == "x\n"
 
 
-def test_500_is_retried_and_no_tool_runs_twice(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+@TRANSPORTS
+def test_500_is_retried_and_no_tool_runs_twice(
+    repo: Path, env: dict, server: ScriptedModelServer, transport: str
+) -> None:
     server.add({"tool_calls": [WRITE]}, {"error": 500}, {"error": 503}, {"text": "done"})
-    proc = run_kimi(["-p", "append", "--output-format", "json"], repo, env, server)
+    proc = run_kimi(["-p", "append", "--output-format", "json"], repo, {**env, "KIMI_TRANSPORT": transport}, server)
     assert proc.returncode == 0, proc.stderr
     assert result_json(proc)["reason"] == "done"
     assert (repo / "log.txt").read_text() == "x\n"
     assert len(server.requests) == 4
 
 
-def test_broken_stream_is_retried_and_no_tool_runs_twice(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+@TRANSPORTS
+def test_broken_stream_is_retried_and_no_tool_runs_twice(
+    repo: Path, env: dict, server: ScriptedModelServer, transport: str
+) -> None:
     server.add(
         {"tool_calls": [WRITE], "break_after": 3},
         {"tool_calls": [WRITE]},
         {"text": "all good", "break_after": 1},
         {"text": "all good"},
     )
-    proc = run_kimi(["-p", "append", "--output-format", "json"], repo, env, server)
+    proc = run_kimi(["-p", "append", "--output-format", "json"], repo, {**env, "KIMI_TRANSPORT": transport}, server)
     assert proc.returncode == 0, proc.stderr
     assert result_json(proc)["text"] == "all good"
     assert (repo / "log.txt").read_text() == "x\n"  # written once, not twice
@@ -69,6 +81,6 @@ def test_connection_refused_exits_5(repo: Path, env: dict) -> None:
 def test_non_retryable_400_is_an_error_not_a_retry_loop(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     server.add({"error": 400, "body": {"error": {"message": "text content is empty"}}})
     proc = run_kimi(["-p", "hi"], repo, env, server)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "text content is empty" in proc.stderr
     assert len(server.requests) == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import docker_ready
 
-from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call
+from conftest import TEST_KEY, kimi_executable, result_json, run_for_peak_rss, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
 
 
@@ -63,18 +62,9 @@ def test_output_flood_keeps_agent_rss_under_200_mb(
     flags = sandbox_flags(backend, home)
     server.add(shell("yes | head -c 50000000", "f1"), {"text": "ok"})
     full_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
-    proc = subprocess.Popen(
-        [*kimi_executable(), "-p", "flood", *flags],
-        cwd=repo,
-        env=full_env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0
-    assert usage.ru_maxrss < 200 * 1024, f"peak RSS {usage.ru_maxrss} KiB"
+    code, peak_kib = run_for_peak_rss([*kimi_executable(), "-p", "flood", *flags], repo, full_env)
+    assert code == 0
+    assert peak_kib < 200 * 1024, f"peak RSS {peak_kib} KiB"
     flood_result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert "bytes of output cut" in flood_result and len(flood_result) < 40_000
 

@@ -85,7 +85,7 @@ def test_undo_more_steps_than_exist_is_explained(repo: Path, env: dict, server: 
     server.add(*five_edit_steps()[:1], {"text": "done"})
     run_kimi(["-p", "edit"], repo, env, server)
     proc = run_kimi(["undo", "4"], repo, env)
-    assert proc.returncode == 1 and "can undo 1 to 1 steps" in proc.stderr
+    assert proc.returncode == 1 and "there are 2 undo points (see --list); 4 is out of range" in proc.stderr
 
 
 def test_checkpoints_never_touch_the_users_git(repo: Path, env: dict, server: ScriptedModelServer) -> None:

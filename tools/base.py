@@ -47,6 +47,11 @@ class Tool(ABC, Generic[P]):
     description: ClassVar[str]
     Params: ClassVar[type[BaseModel]]
     changes_files: ClassVar[bool] = False
+    read_only: ClassVar[bool] = False  # reads only: may run concurrently with other reads
+
+    def is_read_only(self, params: P) -> bool:
+        """Whether this call only reads; tools whose answer depends on the arguments override it."""
+        return self.read_only
 
     def schema(self) -> dict[str, Any]:
         return function_schema(self.name, self.description, self.Params)

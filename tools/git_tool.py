@@ -51,6 +51,11 @@ class Git(Tool[GitParams]):
     def __init__(self, identity: GitIdentity | None = None) -> None:
         self.identity = identity or GitIdentity()
 
+    def is_read_only(self, params: GitParams) -> bool:
+        if params.command == "branch":
+            return not params.name and not params.delete
+        return params.command in ("status", "diff", "log", "show")
+
     async def run(self, params: GitParams, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(self._run_sync, params, ctx)
 

@@ -29,6 +29,7 @@ class Glob(Tool[GlobParams]):
     name = "Glob"
     description = "List files matching a glob pattern (sorted; ignored files left out)."
     Params = GlobParams
+    read_only = True
 
     async def run(self, params: GlobParams, ctx: ToolContext) -> ToolResult:
         base = ctx.workspace.resolve(params.directory or ".")

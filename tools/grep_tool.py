@@ -29,6 +29,7 @@ class Grep(Tool[GrepParams]):
     name = "Grep"
     description = "Search file contents with a regex. Output lines are `path:line:text` (context uses `-`)."
     Params = GrepParams
+    read_only = True
 
     async def run(self, params: GrepParams, ctx: ToolContext) -> ToolResult:
         try:

@@ -52,6 +52,7 @@ class ReadMediaFile(Tool[ReadMediaFileParams]):
     name = "ReadMediaFile"
     description = "Look at an image file in the workspace (PNG, JPEG, WebP, GIF); it is attached for you to see."
     Params = ReadMediaFileParams
+    read_only = True
 
     async def run(self, params: ReadMediaFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.path)

@@ -1,6 +1,10 @@
-"""ReadFile: numbered lines of a text file, a window at a time."""
+"""ReadFile: numbered lines of a text file, a window at a time, reading no more than it returns."""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
@@ -8,13 +12,45 @@ from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import SNIFF_BYTES, looks_binary
 
 MAX_LINE_CHARS = 2000
+MAX_LINE_BYTES = 8 * MAX_LINE_CHARS  # a longer line is cut, and the rest of it skipped without buffering
 MAX_OUTPUT_CHARS = 100_000
+COUNT_ALL_BELOW = 4_000_000  # smaller files are read to the end so the total line count can be given
+CHUNK = 65536
 
 
 class ReadFileParams(BaseModel):
     path: str = Field(description="File path, relative to the workspace root.")
     line_offset: int = Field(1, ge=1, description="First line to read (1-based).")
     n_lines: int = Field(1000, ge=1, le=5000, description="How many lines to read.")
+
+
+def iter_lines(head: bytes, fh: BinaryIO) -> Iterator[bytes]:
+    """Lines of a stream (no seeking: pipes work), in bounded memory whatever the line lengths."""
+    buf = bytearray(head)
+    start = 0
+    skipping = False
+    while True:
+        newline = buf.find(b"\n", start)
+        if newline >= 0:
+            if not skipping:
+                yield bytes(buf[start : newline + 1])
+            skipping = False
+            start = newline + 1
+            continue
+        if not skipping and len(buf) - start > MAX_LINE_BYTES:
+            yield bytes(buf[start : start + MAX_LINE_BYTES])
+            skipping = True
+        if skipping:
+            buf.clear()
+        else:
+            del buf[:start]
+        start = 0
+        chunk = fh.read(CHUNK)
+        if not chunk:
+            break
+        buf += chunk
+    if not skipping and start < len(buf):
+        yield bytes(buf[start:])
 
 
 class ReadFile(Tool[ReadFileParams]):
@@ -25,8 +61,15 @@ class ReadFile(Tool[ReadFileParams]):
         "use ReadMediaFile for images."
     )
     Params = ReadFileParams
+    read_only = True
 
     async def run(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
+        import asyncio
+
+        # Off the event loop: a slow disk, a FIFO or a huge file must not stall the session or other reads.
+        return await asyncio.to_thread(self._read, params, ctx)
+
+    def _read(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.path)
         if not path.exists():
             raise ToolError(f"{params.path} does not exist")
@@ -37,32 +80,57 @@ class ReadFile(Tool[ReadFileParams]):
         except OSError as exc:
             raise ToolError(f"cannot read {params.path}: {exc.strerror}") from None
         with fh:
-            if looks_binary(fh.read(SNIFF_BYTES)):
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(SNIFF_BYTES)
+            if looks_binary(head):
                 raise ToolError(f"{params.path} is a binary file; ReadFile only shows text")
-            fh.seek(0)
-            lines, total, bad_utf8, size = [], 0, False, 0
-            end = params.line_offset + params.n_lines
-            for number, raw in enumerate(fh, start=1):
-                total = number
-                if number < params.line_offset or number >= end or size > MAX_OUTPUT_CHARS:
-                    continue
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    text, bad_utf8 = raw.decode("utf-8", errors="replace"), True
-                text = text.rstrip("\r\n")
-                if len(text) > MAX_LINE_CHARS:
-                    text = text[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} chars]"
-                size += len(text)
-                lines.append(f"{number:6d}\t{text}")
-        shown_to = params.line_offset + len(lines) - 1
+            lines, total, bad_utf8, _chars, more = self._window(head, fh, params, count_all=size < COUNT_ALL_BELOW)
+        return ToolResult("\n".join(lines + self._notes(params, lines, total, bad_utf8, more, size)))
+
+    def _window(
+        self, head: bytes, fh: BinaryIO, params: ReadFileParams, count_all: bool
+    ) -> tuple[list[str], int, bool, int, bool]:
+        lines: list[str] = []
+        total = chars = 0
+        bad_utf8 = more = False
+        end = params.line_offset + params.n_lines
+        for number, raw in enumerate(iter_lines(head, fh), start=1):
+            total = number
+            if number >= end or chars > MAX_OUTPUT_CHARS:
+                more = True
+                if not count_all:
+                    break
+                continue
+            if number < params.line_offset:
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text, bad_utf8 = raw.decode("utf-8", errors="replace"), True
+            text = text.rstrip("\r\n")
+            if len(text) > MAX_LINE_CHARS or len(raw) >= MAX_LINE_BYTES:
+                text = text[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} chars]"
+            chars += len(text)
+            lines.append(f"{number:6d}\t{text}")
+        return lines, total, bad_utf8, chars, more
+
+    @staticmethod
+    def _notes(
+        params: ReadFileParams, lines: list[str], total: int, bad_utf8: bool, more: bool, size: int
+    ) -> list[str]:
         notes = []
+        shown_to = params.line_offset + len(lines) - 1
         if total == 0:
             notes.append("(empty file)")
         elif not lines:
             notes.append(f"(the file has {total} lines; line_offset {params.line_offset} is past the end)")
-        elif shown_to < total:
+        elif more and total > shown_to and size < COUNT_ALL_BELOW:
             notes.append(f"(showing lines {params.line_offset}-{shown_to} of {total}; read on with line_offset)")
+        elif more:
+            notes.append(
+                f"(showing lines {params.line_offset}-{shown_to}; the file goes on ({size:,} bytes in all): "
+                f"read on with line_offset={shown_to + 1})"
+            )
         if bad_utf8:
             notes.append("(not valid UTF-8: undecodable bytes are shown as U+FFFD)")
-        return ToolResult("\n".join(lines + notes))
+        return notes

@@ -26,9 +26,30 @@ class ToolRegistry:
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
-    def changes_files(self, name: str) -> bool:
+    def _params(self, name: str, raw_arguments: str) -> tuple[Tool[Any], Any] | None:
         tool = self._tools.get(name)
-        return tool is not None and tool.changes_files
+        if tool is None:
+            return None
+        try:
+            args = json.loads(raw_arguments) if raw_arguments.strip() else {}
+            return tool, tool.Params.model_validate(args)
+        except (json.JSONDecodeError, ValidationError, TypeError):
+            return None
+
+    def is_read_only(self, name: str, raw_arguments: str) -> bool:
+        """Whether this call only reads (a bad call is answered without running, so it counts as a read)."""
+        found = self._params(name, raw_arguments)
+        if found is None:
+            return True
+        tool, params = found
+        return tool.is_read_only(params)
+
+    def changes_files(self, name: str, raw_arguments: str = "") -> bool:
+        found = self._params(name, raw_arguments)
+        if found is None:
+            return False
+        tool, params = found
+        return tool.changes_files and not tool.is_read_only(params)
 
     @property
     def names(self) -> list[str]:

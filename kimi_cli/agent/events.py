@@ -93,6 +93,14 @@ class ErrorNotice(Event):
 
 
 @dataclass
+class Notice(Event):
+    """Something the user should know once, that is not an error (no usage from the server, a server down)."""
+
+    type: ClassVar[str] = "notice"
+    message: str
+
+
+@dataclass
 class Finished(Event):
     type: ClassVar[str] = "finished"
     reason: str

@@ -1,12 +1,17 @@
-"""LoopGuard: notices when the model repeats the same call, and stops a run that is stuck."""
+"""LoopGuard: notices when the model repeats a call that changes nothing, and stops a run that is stuck.
+
+A call is a repeat only if it is the same tool with the same canonical arguments as the previous call
+*and* it returned the same result. Anything else in between, or a different result (the file changed,
+the test output changed), starts the count again: rereading a file after editing it is normal work.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import Counter
 
 REMIND_AT = 3
-STOP_AT = 6
+STOP_AT = 8
 
 
 def call_key(name: str, arguments: str) -> str:
@@ -17,23 +22,33 @@ def call_key(name: str, arguments: str) -> str:
     return f"{name}\x00{canonical}"
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class LoopGuard:
-    """Counts identical (tool, arguments) calls within a run."""
+    """Counts consecutive identical (tool, arguments, result) calls."""
 
     def __init__(self, remind_at: int = REMIND_AT, stop_at: int = STOP_AT) -> None:
         self.remind_at = remind_at
         self.stop_at = stop_at
-        self.counts: Counter[str] = Counter()
+        self._last: tuple[str, bytes] | None = None
+        self.count = 0
 
-    def record(self, name: str, arguments: str) -> int:
-        key = call_key(name, arguments)
-        self.counts[key] += 1
-        return self.counts[key]
+    def record(self, name: str, arguments: str, result: str) -> int:
+        """Record a finished call; returns how many times in a row it has now been made with this result."""
+        current = (call_key(name, arguments), _digest(result))
+        self.count = self.count + 1 if current == self._last else 1
+        self._last = current
+        return self.count
 
     def reminder(self, count: int) -> str | None:
         if count >= self.remind_at:
             return (
-                f"\n\n[note: this exact call has now been made {count} times and its result will not change. "
+                f"\n\n[note: this exact call has now returned the same result {count} times in a row. "
                 f"Try a different approach; at {self.stop_at} repeats the run is stopped.]"
             )
         return None
+
+    def should_stop(self, count: int) -> bool:
+        return count >= self.stop_at

@@ -8,25 +8,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kimi_cli.agent.calls import CallOutcome, CallRunner
 from kimi_cli.agent.events import (
     Compacted,
-    ErrorNotice,
     Event,
+    Notice,
     ReasoningDelta,
     RetryNotice,
     StepBegin,
     StepEnd,
     TextDelta,
-    ToolCall,
     ToolOutput,
     UsageUpdate,
 )
 from kimi_cli.agent.guard import LoopGuard
-from kimi_cli.errors import ExitCode
-from kimi_cli.llm.provider import StreamCallbacks
+from kimi_cli.errors import ExitCode, KimiError
+from kimi_cli.llm.assemble import StreamCallbacks
+from kimi_cli.llm.failures import ContextOverflow
 from kimi_cli.llm.types import Completion, Message, ToolCallRequest, Usage
 from kimi_cli.session.history import INTERRUPTED
-from kimi_cli.tools.base import ToolContext, ToolResult
+from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.registry import ToolRegistry
 
@@ -35,14 +36,19 @@ TOOL_OUTPUT_CAP = 100_000
 
 class Provider(Protocol):
     async def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], callbacks: StreamCallbacks | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        callbacks: StreamCallbacks | None = None,
+        max_tokens: int | None = None,
     ) -> Completion: ...
 
 
 class Checkpointer(Protocol):
     """Snapshots the workspace around steps that change files, so they can be undone."""
 
-    async def snapshot(self, phase: str, step: int, message_index: int) -> str | None: ...
+    def mark_turn(self, message_index: int, prompt: str) -> None: ...
+    async def snapshot(self, phase: str, step: int, message_index: int, tools: list[str]) -> str | None: ...
 
 
 class ContextHooks(Protocol):
@@ -50,6 +56,9 @@ class ContextHooks(Protocol):
 
     def after_tools(self, calls: list[ToolCallRequest]) -> str: ...
     def observe_usage(self, messages: list[Message], tools: list[dict[str, Any]], prompt_tokens: int) -> None: ...
+
+    context_length: int
+
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int: ...
     def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool: ...
     async def compact(self, provider: Any, messages: list[Message], todos: list[dict[str, str]]) -> list[Message]: ...
@@ -84,10 +93,11 @@ class Agent:
         recorder: Recorder,
         emit: Callable[[Event], None],
         messages: list[Message],
-        max_steps: int,
+        max_steps: int | None,
         max_tokens: int | None = None,
         checkpointer: Checkpointer | None = None,
         context: ContextHooks | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -99,6 +109,8 @@ class Agent:
         self.max_tokens = max_tokens
         self.checkpointer = checkpointer
         self.context = context
+        self.max_output_tokens = max_output_tokens
+        self._usage_missing_told = False
         self._prompt_tokens = 0  # what the last request cost (prompt + completion), from the server
         self._sent_count = 0  # how many messages that figure covers
         self.guard = LoopGuard()
@@ -116,12 +128,14 @@ class Agent:
         self.recorder.append_message(message)
 
     async def run(self, user_message: Message, preamble: list[Message] | None = None) -> RunOutcome:
+        if self.checkpointer is not None:
+            self.checkpointer.mark_turn(len(self.messages), _prompt_text(user_message))
         for message in preamble or []:
             self.add_message(message)
         self.add_message(user_message)
         last_text = ""
         while True:
-            if self.steps >= self.max_steps:
+            if self.max_steps is not None and self.steps >= self.max_steps:
                 msg = f"reached the step limit ({self.max_steps}); raise it with --max-steps"
                 return RunOutcome("max_steps", ExitCode.BUDGET, last_text, self.steps, msg)
             if self.context is not None and self.context.should_compact(
@@ -147,31 +161,34 @@ class Agent:
             on_reasoning=lambda d: self.emit(ReasoningDelta(d)),
             on_retry=lambda a, w, e: self.emit(RetryNotice(a, round(w, 3), e)),
         )
-        completion = await self.provider.complete(self.messages, self.registry.schemas(), callbacks)
+        completion = await self._complete(callbacks)
         model_ms = (time.perf_counter() - started) * 1000
-        if self.context is not None:
+        if not completion.usage_reported:
+            self._estimate_usage(completion)
+        elif self.context is not None:
             self.context.observe_usage(self.messages, self.registry.schemas(), completion.usage.prompt_tokens)
         self.usage.add(completion.usage)
         self.emit(UsageUpdate(self.steps, completion.usage.as_dict(), self.usage.as_dict()))
         self.add_message(completion.to_message())
-        self._prompt_tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens
-        self._sent_count = len(self.messages)
+        if completion.usage_reported:
+            self._prompt_tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens
+            self._sent_count = len(self.messages)
         tools_started = time.perf_counter()
-        changes = self.checkpointer is not None and any(
-            self.registry.changes_files(c.name) for c in completion.tool_calls
-        )
+        calls = completion.tool_calls
+        changes = self.checkpointer is not None and any(self.registry.changes_files(c.name, c.arguments) for c in calls)
+        names = sorted({c.name for c in calls if self.registry.changes_files(c.name, c.arguments)})
         if changes:
             assert self.checkpointer is not None
             # The cut point for undo is this assistant message: undoing the step forgets the decision too.
-            await self.checkpointer.snapshot("before", self.steps, len(self.messages) - 1)
-        stop = await self._run_calls(completion.tool_calls)
+            await self.checkpointer.snapshot("before", self.steps, len(self.messages) - 1, names)
+        stop = await self._run_calls(calls)
         if self.context is not None and completion.tool_calls:
             note = self.context.after_tools(completion.tool_calls)
             if note:
                 self.add_message({"role": "user", "content": note})
         if changes:
             assert self.checkpointer is not None
-            await self.checkpointer.snapshot("after", self.steps, len(self.messages))
+            await self.checkpointer.snapshot("after", self.steps, len(self.messages), names)
         tools_ms = (time.perf_counter() - tools_started) * 1000
         self.tools_seconds += tools_ms / 1000
         self.emit(StepEnd(self.steps, round(model_ms, 3), round(tools_ms, 3)))
@@ -190,33 +207,57 @@ class Agent:
         self._sent_count = 0
         self.emit(Compacted(before, count, len(new)))
 
+    async def _complete(self, callbacks: StreamCallbacks) -> Completion:
+        """One request; a context overflow compacts the history and tries once more."""
+        try:
+            return await self.provider.complete(self.messages, self.registry.schemas(), callbacks, self._output_cap())
+        except ContextOverflow as exc:
+            if self.context is None:
+                raise
+            self.emit(Notice(f"the server says the request is too long ({exc}); compacting and trying again"))
+            await self.compact()
+        try:
+            return await self.provider.complete(self.messages, self.registry.schemas(), callbacks, self._output_cap())
+        except ContextOverflow as exc:
+            raise KimiError(f"the request is still too long after compaction: {exc}") from None
+
+    def _output_cap(self) -> int | None:
+        """max_tokens for the answer: the configured cap, never more than what the window has left."""
+        if self.max_output_tokens is None:
+            return None
+        if self.context is None:
+            return self.max_output_tokens
+        used = self.context.estimate(self.messages, self._prompt_tokens, self._sent_count)
+        room = self.context.context_length - used
+        return max(256, min(self.max_output_tokens, room))
+
+    def _estimate_usage(self, completion: Completion) -> None:
+        """The server sent no usage: count from our own estimate so budgets and compaction still work."""
+        if not self._usage_missing_told:
+            self._usage_missing_told = True
+            self.emit(Notice("the server reports no token usage; budgets and compaction use local estimates"))
+        prompt = self.context.estimate(self.messages, 0, 0) if self.context is not None else 0
+        completion.usage.prompt_tokens = prompt
+        completion.usage.completion_tokens = max(1, len(completion.text + completion.reasoning) // 4)
+        self._prompt_tokens = 0
+        self._sent_count = 0
+
     async def _run_calls(self, calls: list[ToolCallRequest]) -> str:
-        """Run each call in order; returns a reason to stop the run, or ''."""
+        """Run the turn's calls; returns a reason to stop the run, or ''."""
         images: list[str] = []
         answered: set[str] = set()
-        stop = ""
+
+        def on_result(outcome: CallOutcome) -> None:
+            output = cap_text(outcome.result.output, TOOL_OUTPUT_CAP)
+            call, result = outcome.call, outcome.result
+            self.emit(ToolOutput(call.id, call.name, output, result.is_error, round(outcome.ms, 3), result.display))
+            self.add_message({"role": "tool", "tool_call_id": call.id, "content": output or "(no output)"})
+            answered.add(call.id)
+            images.extend(result.images)
+
+        runner = CallRunner(self.registry, self.ctx, self.guard, self.emit, on_result)
         try:
-            for call in calls:
-                if stop:
-                    self._add_result(call, ToolResult("skipped: the run was stopped", is_error=True), 0.0)
-                    answered.add(call.id)
-                    continue
-                self.emit(ToolCall(call.id, call.name, call.arguments))
-                count = self.guard.record(call.name, call.arguments)
-                if count >= self.guard.stop_at:
-                    stop = f"the same {call.name} call was repeated {count} times; the run is stopped"
-                    self.emit(ErrorNotice(stop))
-                    self._add_result(call, ToolResult(f"refused: {stop}", is_error=True), 0.0)
-                    answered.add(call.id)
-                    continue
-                began = time.perf_counter()
-                result = await self.registry.call(call.name, call.arguments, self.ctx)
-                reminder = self.guard.reminder(count)
-                if reminder:
-                    result.output += reminder
-                self._add_result(call, result, (time.perf_counter() - began) * 1000)
-                answered.add(call.id)
-                images += result.images
+            stop = await runner.run(calls)
         except asyncio.CancelledError:
             # Leave no dangling tool-call ids in the log: a resumed session must be sendable as is.
             for call in calls:
@@ -229,7 +270,9 @@ class Agent:
             self.add_message({"role": "user", "content": parts})
         return stop
 
-    def _add_result(self, call: ToolCallRequest, result: ToolResult, ms: float) -> None:
-        output = cap_text(result.output, TOOL_OUTPUT_CAP)
-        self.emit(ToolOutput(call.id, call.name, output, result.is_error, round(ms, 3), result.display))
-        self.add_message({"role": "tool", "tool_call_id": call.id, "content": output or "(no output)"})
+
+def _prompt_text(message: Message) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return " ".join(str(content or "").split())[:200]

@@ -54,7 +54,7 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     sys.stderr.write(
         f"kimi: {len(before.failing) or 'some'} failing; {switch_to_work_branch(runtime.workdir, branch)} {branch}\n"
     )
-    agent, _provider = runtime.make_agent(renderer, HeadlessApprover(True))
+    agent, _provider = runtime.make_agent(renderer, HeadlessApprover(True), headless=True)
     shadow = ShadowRepo(runtime.workdir)
     best: tuple[tuple[int, int], str, TestRun] | None = None
     message = TASK.format(command=command, failures=trim_failures(before.output))

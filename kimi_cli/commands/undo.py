@@ -1,4 +1,4 @@
-"""`kimi undo [N]`: put the files back as they were N file-changing steps ago, and cut the conversation there."""
+"""`kimi undo [N] [--list]`: put the files back as they were before the last prompt (or undo point N)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kimi_cli.checkpoints import CheckpointError, FileChange, ShadowRepo
 from kimi_cli.errors import ExitCode, KimiError
-from kimi_cli.session.checkpointing import apply_undo, plan_undo
+from kimi_cli.session.checkpointing import apply_undo, describe_points, plan_undo, undo_state
 from kimi_cli.session.store import Session
 
 VERBS = {"A": "restore", "D": "delete", "M": "rewrite"}
@@ -17,7 +17,32 @@ def _describe(changes: list[FileChange]) -> str:
     return "\n".join(f"  {VERBS.get(c.status, c.status)} {c.path}" for c in changes) or "  (no file changes)"
 
 
-def run_undo(workdir: Path, steps: int, session_id: str | None, yes: bool) -> int:
+def list_points(workdir: Path, session_id: str | None) -> int:
+    try:
+        session = Session.open(workdir, session_id) if session_id else Session.latest(workdir)
+    except KimiError as exc:
+        sys.stderr.write(f"kimi: {exc}\n")
+        return int(exc.exit_code)
+    try:
+        state = undo_state(session.records())
+        if not state.points:
+            print(f"session {session.id} has no undo points: none of its steps changed a file")
+            return 0
+        print(f"undo points of session {session.id}, newest last (`kimi undo N` goes back to before point N):")
+        print("\n".join(describe_points(ShadowRepo(workdir), state)))
+    except CheckpointError as exc:
+        sys.stderr.write(f"kimi: {exc}\n")
+        return int(ExitCode.ERROR)
+    finally:
+        session.close()
+    return 0
+
+
+def target_text(plan_target_kind: str, label: str) -> str:
+    return f'before the prompt "{label[:80]}"' if plan_target_kind == "turn" else f"before {label}"
+
+
+def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool) -> int:
     try:
         session = Session.open(workdir, session_id) if session_id else Session.latest(workdir)
     except KimiError as exc:
@@ -25,8 +50,8 @@ def run_undo(workdir: Path, steps: int, session_id: str | None, yes: bool) -> in
         return int(exc.exit_code)
     shadow = ShadowRepo(workdir)
     try:
-        plan = plan_undo(shadow, session, steps)
-        print(f"undo {steps} step(s) of session {session.id}: back to before step {plan.target.step}")
+        plan = plan_undo(shadow, session, count)
+        print(f"undo in session {session.id}: back to {target_text(plan.target.kind, plan.target.label)}")
         print(_describe(plan.changes))
         if plan.user_edits:
             print("these files were changed after the agent's last step; undo would overwrite them:")
@@ -40,7 +65,8 @@ def run_undo(workdir: Path, steps: int, session_id: str | None, yes: bool) -> in
         return int(ExitCode.ERROR)
     finally:
         session.close()
-    print(f"restored {len(changes)} file(s); the conversation now ends before step {plan.target.step}.")
+    where = target_text(plan.target.kind, plan.target.label)
+    print(f"restored {len(changes)} file(s); the conversation now ends {where}.")
     print("continue with: kimi --continue")
     return 0
 
@@ -51,14 +77,21 @@ def cli_main(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(
         prog="kimi undo",
-        description="Restore the files as they were N agent steps ago and cut the conversation there.",
+        description=(
+            "Put the files back as they were before your last prompt, and cut the conversation there. "
+            "With N, go back to before undo point N (counted from the newest; --list shows them)."
+        ),
     )
-    parser.add_argument("steps", nargs="?", type=int, default=1, help="how many file-changing steps to undo")
+    parser.add_argument("count", nargs="?", type=int, default=None, metavar="N", help="undo point, from the newest")
+    parser.add_argument("-l", "--list", action="store_true", help="list the undo points and the files each changed")
     parser.add_argument("--session", help="session id (default: the latest in this workspace)")
     parser.add_argument("-y", "--yes", action="store_true", help="overwrite files you edited since the agent")
     parser.add_argument("-w", "--workdir", type=Path, help="workspace folder")
     args = parser.parse_args(argv)
-    return run_undo((args.workdir or Path.cwd()).resolve(), args.steps, args.session, args.yes)
+    workdir = (args.workdir or Path.cwd()).resolve()
+    if args.list:
+        return list_points(workdir, args.session)
+    return run_undo(workdir, args.count, args.session, args.yes)
 
 
 def _confirm(question: str) -> bool:

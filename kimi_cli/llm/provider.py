@@ -1,29 +1,35 @@
-"""ChatProvider: streams chat completions from any OpenAI-compatible endpoint, with retries."""
+"""ChatProvider: streams chat completions from any OpenAI-compatible endpoint, with retries that can help.
+
+Retried: 429 (Retry-After honoured), 5xx, resets, timeouts, streams that end without `finish_reason`, an
+empty stream (once). Not retried: an unresolvable host, 401/403/404/400; a refused connection to a
+non-local host stops after 2 tries. A 400 that names an optional field we sent drops the field, once.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from urllib.parse import urlsplit
 
 from kimi_cli.config import Endpoint, RetrySettings
-from kimi_cli.errors import ConfigError, KimiError, ProviderUnavailable
-from kimi_cli.llm.retry import StreamIncomplete, backoff_delay, classify
-from kimi_cli.llm.types import Completion, Message, ToolCallRequest, Usage
+from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
+from kimi_cli.llm.assemble import ChunkAssembler, StreamCallbacks
+from kimi_cli.llm.failures import ContextOverflow, Failure, HTTPFailure, classify
+from kimi_cli.llm.retry import backoff_delay, parse_retry_after
+from kimi_cli.llm.transport import HttpxTransport, OpenAITransport, Transport
+from kimi_cli.llm.types import Completion, Message
+from kimi_cli.llm.wire import EncodedHistory
+from kimi_cli.logs import MIN_SECRET_LEN, get_logger, register_secret
 
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+__all__ = ["ChatProvider", "StreamCallbacks"]
 
-
-@dataclass
-class StreamCallbacks:
-    """Where streamed pieces go while an answer arrives."""
-
-    on_text: Callable[[str], None] = lambda _d: None
-    on_reasoning: Callable[[str], None] = lambda _d: None
-    on_retry: Callable[[int, float, str], None] = lambda _a, _w, _e: None
+OPTIONAL_FIELDS = ("prompt_cache_key", "stream_options", "tool_choice", "max_tokens", "parallel_tool_calls")
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+REFUSED_TRIES_REMOTE = 2
+log = get_logger("llm")
 
 
 class ChatProvider:
@@ -35,150 +41,165 @@ class ChatProvider:
         retry: RetrySettings,
         session_id: str,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        transport: str = "httpx",
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.retry = retry
         self.session_id = session_id
         self._sleep = sleep
-        self._client: AsyncOpenAI | None = None
+        self.transport_name = transport
+        self._transport: Transport | None = None
+        self.history = EncodedHistory()
+        self.dropped: set[str] = set()  # optional fields this endpoint rejected
+        self.extra_body = dict(extra_body or {})
         self.model_seconds = 0.0
+        register_secret(endpoint.api_key)
 
-    def _get_client(self) -> AsyncOpenAI:
-        if self._client is None:
-            from openai import AsyncOpenAI  # heavy: imported only when a request is made
-
-            self._client = AsyncOpenAI(
-                api_key=self.endpoint.api_key,
-                base_url=self.endpoint.base_url,
-                max_retries=0,  # we retry ourselves, with Retry-After and stream breaks included
-                timeout=self.retry.request_timeout,
-            )
-        return self._client
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            cls = OpenAITransport if self.transport_name == "openai" else HttpxTransport
+            self._transport = cls(self.endpoint.base_url, self.endpoint.api_key, self.retry.request_timeout)
+        return self._transport
 
     def redact(self, text: str) -> str:
+        """The key, as a whole token, becomes [REDACTED]; short dummy keys are not secrets."""
         key = self.endpoint.api_key
-        return text.replace(key, "[REDACTED]") if key and key != "EMPTY" else text
+        if not key or key == "EMPTY" or len(key) < MIN_SECRET_LEN:
+            return text
+        return re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "[REDACTED]", text)
+
+    def fields(self, tools: bool, max_tokens: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"model": self.endpoint.model, "stream": True}
+        out["stream_options"] = {"include_usage": True}
+        out["prompt_cache_key"] = self.session_id
+        if tools:
+            out["tool_choice"] = "auto"
+        if max_tokens:
+            out["max_tokens"] = max_tokens
+        out.update(self.extra_body)
+        return {k: v for k, v in out.items() if k not in self.dropped}
 
     async def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], callbacks: StreamCallbacks | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        callbacks: StreamCallbacks | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         """Send one request and stream the answer; retry the whole request on transient faults."""
         cb = callbacks or StreamCallbacks()
         last = ""
-        for attempt in range(self.retry.max_retries + 1):
+        refused = empty = 0
+        attempt = 0
+        while True:
             started = time.perf_counter()
             try:
-                return await self._stream_once(messages, tools, cb)
+                return await self._stream_once(messages, tools, cb, max_tokens)
             except (KimiError, asyncio.CancelledError):
                 raise
             except Exception as exc:
                 failure = classify(exc)
                 last = self.redact(failure.summary)
-                if failure.auth:
-                    raise ConfigError(
-                        f"{self.endpoint.base_url} refused the API key ({last}). "
-                        "Check KIMI_API_KEY / MOONSHOT_API_KEY or api_key in ~/.kimi/config.toml."
-                    ) from None
+                log.debug("request failed (attempt %d): %s", attempt + 1, last)
+                if self._drop_rejected_field(exc):
+                    continue
+                if failure.kind == "empty":
+                    empty += 1
+                    if empty > 1:
+                        raise ContextOverflow(
+                            f"{self.endpoint.base_url} returned an empty answer twice; this usually means the "
+                            "request did not fit the model's context window"
+                        ) from None
+                if failure.kind == "refused":
+                    refused += 1
+                    if not self._is_local() and refused >= REFUSED_TRIES_REMOTE:
+                        raise ProviderUnavailable(self._explain(failure, last)) from None
                 if not failure.retryable:
-                    raise KimiError(f"request to {self.endpoint.base_url} failed: {last}") from None
-                if attempt == self.retry.max_retries:
+                    raise self._stop(failure, last) from None
+                if attempt >= self.retry.max_retries:
                     break
-                if failure.retry_after is not None:
-                    wait = failure.retry_after
-                else:
-                    wait = backoff_delay(attempt, self.retry.base_delay, self.retry.max_delay)
+                after = parse_retry_after(failure.retry_after)
+                wait = (
+                    after if after is not None else backoff_delay(attempt, self.retry.base_delay, self.retry.max_delay)
+                )
                 cb.on_retry(attempt + 1, wait, last)
                 await self._sleep(wait)
+                attempt += 1
             finally:
                 self.model_seconds += time.perf_counter() - started
         raise ProviderUnavailable(
-            f"model endpoint {self.endpoint.base_url} unavailable after {self.retry.max_retries + 1} "
-            f"attempts; last error: {last}"
+            f"model endpoint {self.endpoint.base_url} unavailable after {attempt + 1} attempts; last error: {last}"
         )
 
     async def _stream_once(
-        self, messages: list[Message], tools: list[dict[str, Any]], cb: StreamCallbacks
+        self, messages: list[Message], tools: list[dict[str, Any]], cb: StreamCallbacks, max_tokens: int | None
     ) -> Completion:
-        client = self._get_client()
-        # The history and tool schemas go in extra_body: they are plain JSON already, and the client's
-        # typed-dict transform of `messages` costs ~30 ms per request on a long session (measured).
-        body: dict[str, Any] = {"messages": messages, "prompt_cache_key": self.session_id}
-        if tools:
-            body["tools"] = tools
-        stream = await client.chat.completions.create(
-            model=self.endpoint.model,
-            messages=[],
-            stream=True,
-            stream_options={"include_usage": True},
-            extra_body=body,
+        fields = self.fields(bool(tools), max_tokens)
+        body = self.history.body(fields, messages, tools)
+        log.debug(
+            "POST %s/chat/completions model=%s messages=%d (%d newly encoded) bytes=%d fields=%s",
+            self.endpoint.base_url,
+            self.endpoint.model,
+            len(messages),
+            self.history.encoded_last,
+            len(body),
+            sorted(fields),
         )
-        acc = _Accumulator()
-        async with stream:
-            async for chunk in stream:
-                acc.feed(chunk, cb)
-        return acc.finish()
+        if self.history.encoded_last and messages:
+            log.debug("last message sent: %.2000s", self.redact(str(messages[-1])))
+        assembler = ChunkAssembler(cb)
+        async for chunk in self.transport.stream(body, fields):
+            assembler.feed(chunk)
+        return assembler.finish()
 
+    def _drop_rejected_field(self, exc: BaseException) -> bool:
+        if not isinstance(exc, HTTPFailure) or exc.status not in (400, 422):
+            return False
+        for name in OPTIONAL_FIELDS:
+            if name not in self.dropped and name in exc.message:
+                self.dropped.add(name)
+                log.debug("the server rejected %s; sending requests without it from now on", name)
+                return True
+        return False
 
-class _Accumulator:
-    """Assembles streamed chunks (text, reasoning, tool-call deltas, usage) into a Completion."""
+    def _is_local(self) -> bool:
+        host = urlsplit(self.endpoint.base_url).hostname or ""
+        return host in LOCAL_HOSTS or host.startswith("127.")
 
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
-        self.finish_reason: str | None = None
-        self.usage = Usage()
+    def _explain(self, failure: Failure, last: str) -> str:
+        url = self.endpoint.base_url
+        host = urlsplit(url).hostname or url
+        if failure.kind == "dns":
+            return (
+                f"cannot resolve {host!r} (base URL {url}): check --base-url / KIMI_BASE_URL, "
+                f"and that this machine can reach the network ({last})"
+            )
+        if failure.kind == "refused":
+            return f"{url} refused the connection: is the server running on that host and port? ({last})"
+        return f"request to {url} failed: {last}"
 
-    def feed(self, chunk: Any, cb: StreamCallbacks) -> None:
-        if chunk.usage is not None:
-            self._read_usage(chunk.usage)
-        for choice in chunk.choices or []:
-            extra = choice.model_extra or {}
-            if extra.get("usage"):  # Moonshot puts usage inside the last choice
-                self._read_usage(extra["usage"])
-            delta = choice.delta
-            if delta is not None:
-                dextra = delta.model_extra or {}
-                reasoning = dextra.get("reasoning_content") or dextra.get("reasoning")
-                if reasoning:
-                    self.reasoning.append(reasoning)
-                    cb.on_reasoning(reasoning)
-                if delta.content:
-                    self.text.append(delta.content)
-                    cb.on_text(delta.content)
-                for tc in delta.tool_calls or []:
-                    slot = self.calls.setdefault(tc.index, {"id": None, "name": "", "args": []})
-                    if tc.id and not slot["id"]:
-                        slot["id"] = tc.id
-                    if tc.function is not None:
-                        if tc.function.name:
-                            slot["name"] += tc.function.name
-                        if tc.function.arguments:
-                            slot["args"].append(tc.function.arguments)
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
+    def _stop(self, failure: Failure, last: str) -> KimiError:
+        url, model = self.endpoint.base_url, self.endpoint.model
+        key_vars = "KIMI_API_KEY / MOONSHOT_API_KEY" if self.endpoint.provider == "moonshot" else "KIMI_API_KEY"
+        if failure.kind == "auth":
+            return ConfigError(f"{url} refused the API key ({last}). Check {key_vars} or api_key in the config.")
+        if failure.kind == "not_found":
+            return ConfigError(
+                f"{url} answered 404 ({last}). Check the base URL (it usually ends in /v1) and the model name "
+                f"{model!r} (--model / KIMI_MODEL)."
+            )
+        if failure.kind == "overflow":
+            return ContextOverflow(last)
+        if failure.kind == "bad_request":
+            return ConfigError(
+                f"{url} rejected the request ({last}). Check the model name {model!r} and the server's limits."
+            )
+        if failure.kind in ("dns", "refused"):
+            return ProviderUnavailable(self._explain(failure, last))
+        return KimiError(f"request to {url} failed: {last}", ExitCode.ERROR)
 
-    def _read_usage(self, raw: Any) -> None:
-        data = raw if isinstance(raw, dict) else raw.model_dump()
-        details = data.get("prompt_tokens_details") or {}
-        cached = data.get("cached_tokens") or (details.get("cached_tokens") if isinstance(details, dict) else 0)
-        self.usage = Usage(
-            prompt_tokens=int(data.get("prompt_tokens") or 0),
-            completion_tokens=int(data.get("completion_tokens") or 0),
-            cached_tokens=int(cached or 0),
-        )
-
-    def finish(self) -> Completion:
-        if self.finish_reason is None:
-            raise StreamIncomplete("no finish_reason before the stream ended")
-        calls = [
-            ToolCallRequest(id=slot["id"] or f"call_{index}", name=slot["name"], arguments="".join(slot["args"]))
-            for index, slot in sorted(self.calls.items())
-        ]
-        return Completion(
-            text="".join(self.text),
-            reasoning="".join(self.reasoning),
-            tool_calls=calls,
-            finish_reason=self.finish_reason,
-            usage=self.usage,
-        )
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()

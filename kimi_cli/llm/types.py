@@ -52,6 +52,7 @@ class Completion:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    usage_reported: bool = True  # False when the server sent no usage: budgets fall back to estimates
 
     def to_message(self) -> Message:
         """The assistant message to append to history, in the shape Kimi's API accepts back."""

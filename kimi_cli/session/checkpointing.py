@@ -1,8 +1,14 @@
-"""Checkpoints tied to a session: snapshots before and after each step that changes files, and undo."""
+"""Checkpoints tied to a session, and undo points: "before my last prompt" and each step that changed files.
+
+The log holds `turn` records (a user prompt began) and `checkpoint` records (a snapshot before and after
+a step that may change files). A step whose before and after trees are equal changed nothing and is not
+an undo point; a turn is an undo point once one of its steps changed something.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from kimi_cli.checkpoints import CheckpointError, FileChange, ShadowRepo
@@ -17,7 +23,10 @@ class SessionCheckpointer:
         self.session = session
         self.failed: str | None = None
 
-    async def snapshot(self, phase: str, step: int, message_index: int) -> str | None:
+    def mark_turn(self, message_index: int, prompt: str) -> None:
+        self.session.append({"kind": "turn", "message_index": message_index, "prompt": prompt, "time": time.time()})
+
+    async def snapshot(self, phase: str, step: int, message_index: int, tools: list[str]) -> str | None:
         if self.failed:
             return None
         import asyncio  # lazily: `kimi undo` imports this module and must start fast
@@ -27,59 +36,103 @@ class SessionCheckpointer:
         except (CheckpointError, OSError) as exc:
             self.failed = str(exc)
             return None
-        self.session.append(
-            {"kind": "checkpoint", "phase": phase, "step": step, "tree": tree, "message_index": message_index}
-        )
+        record: dict[str, Any] = {
+            "kind": "checkpoint",
+            "phase": phase,
+            "step": step,
+            "tree": tree,
+            "message_index": message_index,
+            "tools": tools,
+            "time": time.time(),
+        }
+        if self.shadow.last_skipped:
+            record["not_covered"] = [[path, size] for path, size in self.shadow.last_skipped]
+        self.session.append(record)
         return tree
 
 
 @dataclass
-class Checkpoint:
-    step: int
+class UndoPoint:
+    """A state the user can go back to: the files (tree) and where the conversation is cut."""
+
+    kind: str  # turn | step
     tree: str
     message_index: int
+    label: str
+    time: float
+    step: int = 0
+    after: str | None = None  # step points: the tree the step left behind
+    not_covered: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass
 class UndoState:
-    """The checkpoints still in force after earlier undos, and the tree after the agent's last step."""
-
-    befores: list[Checkpoint]
+    points: list[UndoPoint]
     last_after: str | None
 
 
 def undo_state(records: list[dict[str, Any]]) -> UndoState:
-    befores: list[Checkpoint] = []
+    points: list[UndoPoint] = []
+    turn: dict[str, Any] | None = None
+    turn_used = False
+    before: dict[str, Any] | None = None
     last_after: str | None = None
     for rec in records:
         kind = rec.get("kind")
-        if kind == "checkpoint":
-            cp = Checkpoint(int(rec.get("step", 0)), str(rec["tree"]), int(rec.get("message_index", 0)))
-            if rec.get("phase") == "before":
-                befores.append(cp)
-            else:
-                last_after = cp.tree
+        if kind == "turn":
+            turn, turn_used = rec, False
+        elif kind == "checkpoint" and rec.get("phase") == "before":
+            before = rec
+        elif kind == "checkpoint":
+            last_after = str(rec["tree"])
+            if before is None or before.get("step") != rec.get("step") or before["tree"] == rec["tree"]:
+                before = None
+                continue
+            skipped = [(str(p), int(s)) for p, s in before.get("not_covered") or []]
+            if turn is not None and not turn_used:
+                turn_used = True
+                points.append(
+                    UndoPoint("turn", str(before["tree"]), int(turn["message_index"]),
+                              str(turn.get("prompt", "")), float(turn.get("time", 0)), not_covered=skipped)
+                )  # fmt: skip
+            step = int(before.get("step", 0))
+            tools = ", ".join(before.get("tools") or []) or "tools"
+            points.append(
+                UndoPoint("step", str(before["tree"]), int(before.get("message_index", 0)), f"step {step}: {tools}",
+                          float(before.get("time", 0)), step, str(rec["tree"]), skipped)
+            )  # fmt: skip
+            before = None
         elif kind == "truncate":
             keep = int(rec["keep"])
-            befores = [b for b in befores if b.message_index < keep]
-    return UndoState(befores, last_after)
+            points = [p for p in points if p.message_index < keep]
+            if turn is not None and int(turn["message_index"]) >= keep:
+                turn = None
+    return UndoState(points, last_after)
+
+
+def pick_point(state: UndoState, count: int | None) -> UndoPoint:
+    """No count: before the last prompt that changed files. N: the N-th undo point from the end."""
+    if not state.points:
+        raise CheckpointError("nothing to undo: no step of this session changed a file")
+    if count is None:
+        turns = [p for p in state.points if p.kind == "turn"]
+        return turns[-1] if turns else state.points[0]
+    if count < 1 or count > len(state.points):
+        raise CheckpointError(f"there are {len(state.points)} undo points (see --list); {count} is out of range")
+    return state.points[-count]
 
 
 @dataclass
 class UndoPlan:
-    target: Checkpoint
+    target: UndoPoint
     user_edits: list[FileChange]
     changes: list[FileChange]
     current: str
 
 
-def plan_undo(shadow: ShadowRepo, session: Session, steps: int) -> UndoPlan:
+def plan_undo(shadow: ShadowRepo, session: Session, count: int | None) -> UndoPlan:
     state = undo_state(session.records())
-    if not state.befores:
-        raise CheckpointError("this session has no file-changing steps to undo")
-    if steps < 1 or steps > len(state.befores):
-        raise CheckpointError(f"can undo 1 to {len(state.befores)} steps in this session, not {steps}")
-    target = state.befores[-steps]
+    target = pick_point(state, count)
     current = shadow.snapshot()
     user_edits = shadow.changes(state.last_after, current) if state.last_after else []
     return UndoPlan(target, user_edits, shadow.changes(current, target.tree), current)
@@ -99,3 +152,30 @@ def apply_undo(shadow: ShadowRepo, session: Session, plan: UndoPlan) -> list[Fil
     )
     session.end_step(int(session.meta.get("steps", 0)))
     return changes
+
+
+def describe_points(shadow: ShadowRepo, state: UndoState, limit: int = 30) -> list[str]:
+    """Lines for `undo --list`: number (from the end), time, what, and the files it changed."""
+    lines: list[str] = []
+    points = state.points
+    for number, point in zip(range(len(points), 0, -1), points, strict=True):
+        if number > limit:
+            continue
+        nxt = points.index(point) + 1
+        end = point.after if point.kind == "step" else _turn_end(points, nxt, state.last_after)
+        files = ", ".join(f"{c.path} ({c.status})" for c in shadow.changes(point.tree, end)) if end else ""
+        when = time.strftime("%H:%M:%S", time.localtime(point.time)) if point.time else "--:--:--"
+        what = f'prompt "{point.label[:60]}"' if point.kind == "turn" else f"  {point.label}"
+        lines.append(f"{number:>3}  {when}  {what:<50}  {files or '(no file changes)'}")
+        if point.not_covered:
+            missed = ", ".join(f"{p}, {s / 1e6:.0f} MB" for p, s in point.not_covered[:5])
+            lines.append(f"{'':>15}not covered (too large to snapshot): {missed}")
+    return lines
+
+
+def _turn_end(points: list[UndoPoint], start: int, last_after: str | None) -> str | None:
+    """A turn's changes run to the next turn's starting tree, or to the latest state."""
+    for point in points[start:]:
+        if point.kind == "turn":
+            return point.tree
+    return last_after

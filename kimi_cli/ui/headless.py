@@ -10,6 +10,7 @@ from kimi_cli.agent.events import (
     ErrorNotice,
     Event,
     Finished,
+    Notice,
     RetryNotice,
     StepBegin,
     ToolCall,
@@ -57,6 +58,8 @@ class HeadlessRenderer:
             line = f"  ↻ retry {event.attempt} in {event.wait_s:.1f}s: {event.error}"
         elif isinstance(event, ErrorNotice):
             line = f"error: {event.message}"
+        elif isinstance(event, Notice):
+            line = f"note: {event.message}"
         if line:
             self.err.write(line + "\n")
             self.err.flush()

@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from kimi_cli.checkpoints import CheckpointError, ShadowRepo
+from kimi_cli.commands.undo import target_text
 from kimi_cli.errors import KimiError
 from kimi_cli.runtime import SessionChoice
-from kimi_cli.session.checkpointing import apply_undo, plan_undo
+from kimi_cli.session.checkpointing import apply_undo, describe_points, plan_undo, undo_state
 from kimi_cli.session.store import list_sessions
 from kimi_cli.tools.media import image_data_url
 from kimi_cli.ui.interactive.host import SessionHost
@@ -25,7 +26,7 @@ HELP = {
     "exit": "leave (Ctrl-D works too)",
     "clear": "start a new session",
     "compact": "summarise the conversation now to free context",
-    "undo": "/undo [N]: put files back as they were N agent steps ago",
+    "undo": "/undo [N | list]: put files back as they were before your last prompt (or undo point N)",
     "model": "/model [NAME]: show or change the model",
     "sessions": "list this folder's sessions",
     "resume": "/resume ID: switch to an earlier session",
@@ -81,11 +82,15 @@ class SlashCommands:
             self.app.renderer.stop_spinner()
 
     async def cmd_undo(self, arg: str) -> None:
-        steps = int(arg) if arg.isdigit() else 1
         runtime = self.app.runtime
         shadow = ShadowRepo(runtime.workdir)
+        if arg in ("list", "--list"):
+            state = undo_state(runtime.session.records())
+            lines = describe_points(shadow, state) if state.points else ["no undo points yet"]
+            self.console.print(Text("\n".join(lines)))
+            return
         try:
-            plan = plan_undo(shadow, runtime.session, steps)
+            plan = plan_undo(shadow, runtime.session, int(arg) if arg.isdigit() else None)
         except CheckpointError as exc:
             self.console.print(Text(str(exc), style="yellow"))
             return
@@ -102,7 +107,9 @@ class SlashCommands:
                 return
         apply_undo(shadow, runtime.session, plan)
         self.app.reload_history()
-        self.console.print(f"restored the files; the conversation now ends before step {plan.target.step}")
+        self.console.print(
+            f"restored the files; the conversation now ends {target_text(plan.target.kind, plan.target.label)}"
+        )
 
     async def cmd_model(self, arg: str) -> None:
         if arg:

@@ -15,6 +15,7 @@ from kimi_cli.agent.events import (
     Compacted,
     ErrorNotice,
     Event,
+    Notice,
     ReasoningDelta,
     RetryNotice,
     StepBegin,
@@ -182,6 +183,9 @@ class TerminalRenderer:
     def _on_error(self, event: ErrorNotice) -> None:
         self.stop_spinner()
         self.console.print(Text(f"✗ {event.message}", style="red"))
+
+    def _on_notice(self, event: Notice) -> None:
+        self.console.print(Text(f"ℹ {event.message}", style="yellow"))
 
     def _on_compacted(self, event: Compacted) -> None:
         self.console.print(

@@ -1,0 +1,180 @@
+"""Transports: how a request body reaches the server and chunks come back, as plain dicts.
+
+`HttpxTransport` (default) posts the incrementally encoded body and parses SSE itself: no per-step
+re-encoding, and no `openai` import (~0.6 s) at start-up. `OpenAITransport` goes through the official
+`openai` SDK, for servers where its quirks handling is wanted (`[provider] transport = "openai"`).
+Both raise only the failures in kimi_cli.llm.failures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure
+
+if TYPE_CHECKING:
+    import httpx
+    from openai import AsyncOpenAI
+
+ERROR_BODY_CAP = 20_000
+
+
+class Transport(Protocol):
+    def stream(self, body: bytes, fields: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def error_message(raw: bytes) -> str:
+    """The server's own words from an error body: {"error": {"message"}} or {"message"} or the text."""
+    text = raw[:ERROR_BODY_CAP].decode("utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text or "(empty body)"
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(err, str):
+            return err
+    return text
+
+
+def _map_httpx(exc: BaseException) -> BaseException:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return ConnectFailure("timeout", str(exc) or type(exc).__name__)
+    if isinstance(exc, httpx.ConnectError):
+        return connect_failure(exc)
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return StreamIncomplete(f"connection dropped: {exc or type(exc).__name__}")
+    if isinstance(exc, httpx.TransportError):
+        return ConnectFailure("connect", str(exc) or type(exc).__name__)
+    return exc
+
+
+class HttpxTransport:
+    """POST /chat/completions with httpx, and a small SSE reader."""
+
+    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if api_key and api_key != "EMPTY":
+            self.headers["authorization"] = f"Bearer {api_key}"
+        self.timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=min(30.0, self.timeout)), trust_env=True
+            )
+        return self._client
+
+    async def stream(self, body: bytes, fields: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        import httpx
+
+        client = self._get_client()
+        try:
+            async with client.stream("POST", self.url, content=body, headers=self.headers) as response:
+                if response.status_code >= 400:
+                    raw = await response.aread()
+                    raise HTTPFailure(response.status_code, error_message(raw), response.headers.get("retry-after"))
+                async for line in response.aiter_lines():
+                    chunk = parse_sse_line(line)
+                    if chunk is not None:
+                        yield chunk
+        except httpx.HTTPError as exc:
+            raise _map_httpx(exc) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def parse_sse_line(line: str) -> dict[str, Any] | None:
+    """One `data:` line to a chunk; comments, other fields and [DONE] give None. In-stream errors raise."""
+    if not line.startswith("data:"):
+        return None
+    payload = line[5:].strip()
+    if not payload or payload == "[DONE]":
+        return None
+    try:
+        chunk = json.loads(payload)
+    except ValueError as exc:
+        raise StreamIncomplete(f"a chunk is not JSON: {payload[:200]!r}") from exc
+    if not isinstance(chunk, dict):
+        raise StreamIncomplete(f"a chunk is not a JSON object: {payload[:200]!r}")
+    if "error" in chunk and not chunk.get("choices"):
+        err = chunk["error"]
+        message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+        code = err.get("code") if isinstance(err, dict) else None
+        raise HTTPFailure(code if isinstance(code, int) and code >= 400 else 500, str(message))
+    return chunk
+
+
+class OpenAITransport:
+    """The same request through the official openai SDK (slower: it re-encodes the body every call)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self.timeout = timeout
+        self._client: AsyncOpenAI | None = None
+
+    def _get_client(self) -> AsyncOpenAI:
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            self._client = AsyncOpenAI(
+                api_key=self.api_key or "EMPTY", base_url=self.base_url, max_retries=0, timeout=self.timeout
+            )
+        return self._client
+
+    async def stream(self, body: bytes, fields: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        import openai
+
+        client = self._get_client()
+        data = json.loads(body)
+        model = data.pop("model")
+        data.pop("stream", None)
+        try:
+            stream = await client.chat.completions.create(model=model, messages=[], stream=True, extra_body=data)
+            async with stream:
+                async for chunk in stream:
+                    yield chunk.to_dict()
+        except openai.APIStatusError as exc:
+            headers = exc.response.headers if exc.response is not None else {}
+            raise HTTPFailure(exc.status_code, _openai_message(exc), headers.get("retry-after")) from exc
+        except openai.APITimeoutError as exc:
+            raise ConnectFailure("timeout", "request timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise connect_failure(exc) from exc
+        except openai.APIError as exc:
+            raise StreamIncomplete(f"bad response: {exc}") from exc
+        except Exception as exc:
+            mapped = _map_httpx(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _openai_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+    return str(getattr(exc, "message", exc))

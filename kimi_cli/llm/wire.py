@@ -1,0 +1,52 @@
+"""The request body, encoded incrementally: a step costs the bytes it adds, not the whole history again.
+
+The history is append-only between compactions, so each message is JSON-encoded once and kept. A message
+object that is no longer at its index (compaction, undo) invalidates the cache from there on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kimi_cli.llm.types import Message
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class EncodedHistory:
+    """Keeps the encoded form of each message, keyed by the message object at each index."""
+
+    def __init__(self) -> None:
+        self._objects: list[Message] = []
+        self._parts: list[bytes] = []
+        self._tools: tuple[object, bytes] | None = None
+        self.encoded_last = 0  # messages encoded by the last call (for tests and the debug log)
+
+    def messages_json(self, messages: list[Message]) -> bytes:
+        keep = 0
+        limit = min(len(self._objects), len(messages))
+        while keep < limit and self._objects[keep] is messages[keep]:
+            keep += 1
+        del self._objects[keep:], self._parts[keep:]
+        for message in messages[keep:]:
+            self._objects.append(message)
+            self._parts.append(_dumps(message))
+        self.encoded_last = len(messages) - keep
+        return b"[" + b",".join(self._parts) + b"]"
+
+    def tools_json(self, tools: list[dict[str, Any]]) -> bytes:
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, _dumps(tools))
+        return self._tools[1]
+
+    def body(self, fields: dict[str, Any], messages: list[Message], tools: list[dict[str, Any]]) -> bytes:
+        """`{...fields, "messages": [...], "tools": [...]}` with the cached pieces spliced in."""
+        head = _dumps(fields)[:-1]  # drop the closing brace
+        out = [head, b',"messages":', self.messages_json(messages)]
+        if tools:
+            out += [b',"tools":', self.tools_json(tools)]
+        out.append(b"}")
+        return b"".join(out)

@@ -62,6 +62,9 @@ class Runtime:
         progress: Callable[[str, int, int], None] | None = None,
     ) -> Runtime:
         """Load config and open the session and sandbox; raises KimiError (with an exit code) on bad input."""
+        from kimi_cli.malloc_tuning import keep_large_buffers
+
+        keep_large_buffers()
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
         context = SessionContext(

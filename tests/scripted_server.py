@@ -45,6 +45,7 @@ class ScriptedModelServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.serve_seconds: list[float] = []
+        self.timeline: list[tuple[float, float, int]] = []  # (body received, reply finished, body bytes)
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -145,12 +146,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
+        received = time.time()
         body = json.loads(raw or b"{}")
         entry = self.owner.next_entry(body, {k.lower(): v for k, v in self.headers.items()})
         try:
             self._answer(entry, body)
         finally:
             self.owner.serve_seconds.append(time.perf_counter() - started)
+            self.owner.timeline.append((received, time.time(), len(raw)))
 
     def _answer(self, entry: dict[str, Any] | None, body: dict[str, Any]) -> None:
         if entry is None:
@@ -301,7 +304,12 @@ def main() -> None:
     server.stop()
     if args.stats_file:
         with open(args.stats_file, "w") as fh:
-            json.dump({"serve_seconds": server.serve_seconds, "requests": len(server.requests)}, fh)
+            stats = {
+                "serve_seconds": server.serve_seconds,
+                "requests": len(server.requests),
+                "timeline": server.timeline,
+            }
+            json.dump(stats, fh)
 
 
 if __name__ == "__main__":

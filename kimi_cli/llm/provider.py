@@ -8,6 +8,7 @@ non-local host stops after 2 tries. A 400 that names an optional field we sent d
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -147,8 +148,8 @@ class ChatProvider:
             len(body),
             sorted(fields),
         )
-        if self.history.encoded_last and messages:
-            log.debug("last message sent: %.2000s", self.redact(str(messages[-1])))
+        if self.history.encoded_last and messages and log.isEnabledFor(logging.DEBUG):
+            log.debug("last message sent: %s", self.redact(str(messages[-1])[:2000]))
         assembler = ChunkAssembler(cb)
         async for chunk in self.transport.stream(body, fields):
             assembler.feed(chunk)

@@ -25,7 +25,7 @@ class EncodedHistory:
         self._tools: tuple[object, bytes] | None = None
         self.encoded_last = 0  # messages encoded by the last call (for tests and the debug log)
 
-    def messages_json(self, messages: list[Message]) -> bytes:
+    def _update(self, messages: list[Message]) -> None:
         keep = 0
         limit = min(len(self._objects), len(messages))
         while keep < limit and self._objects[keep] is messages[keep]:
@@ -35,6 +35,9 @@ class EncodedHistory:
             self._objects.append(message)
             self._parts.append(_dumps(message))
         self.encoded_last = len(messages) - keep
+
+    def messages_json(self, messages: list[Message]) -> bytes:
+        self._update(messages)
         return b"[" + b",".join(self._parts) + b"]"
 
     def tools_json(self, tools: list[dict[str, Any]]) -> bytes:
@@ -44,9 +47,14 @@ class EncodedHistory:
 
     def body(self, fields: dict[str, Any], messages: list[Message], tools: list[dict[str, Any]]) -> bytes:
         """`{...fields, "messages": [...], "tools": [...]}` with the cached pieces spliced in."""
-        head = _dumps(fields)[:-1]  # drop the closing brace
-        out = [head, b',"messages":', self.messages_json(messages)]
+        self._update(messages)
+        out = [_dumps(fields)[:-1]]  # without its closing brace
         if tools:
             out += [b',"tools":', self.tools_json(tools)]
-        out.append(b"}")
+        out.append(b',"messages":[')
+        if self._parts:  # one join, one copy of the history: m1 , m2 , ... mn
+            pieces = [b","] * (2 * len(self._parts) - 1)
+            pieces[0::2] = self._parts
+            out += pieces
+        out.append(b"]}")
         return b"".join(out)

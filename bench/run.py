@@ -15,6 +15,7 @@ import checkpoint  # noqa: E402
 import pack  # noqa: E402
 import shell_overhead  # noqa: E402
 import startup  # noqa: E402
+import step_gap  # noqa: E402
 import step_overhead  # noqa: E402
 import ui  # noqa: E402
 
@@ -28,6 +29,12 @@ SECTIONS = [
         "Harness overhead per step, 50-step scripted session (issue 2; target <= 20 ms)",
         "python3 bench/step_overhead.py 5",
         lambda q: step_overhead.main(2 if q else 5),
+    ),
+    (
+        "Step gap at 0.1, 2 and 8 MB requests, side by side with kimi-cli 1.51 (issue 11; targets <= 15 ms at "
+        "2 MB, <= 20 ms at 8 MB; start-up to first request <= 0.35 s)",
+        "bash bench/setup_peers.sh && python3 bench/step_gap.py 3",
+        lambda q: step_gap.main(1 if q else 3),
     ),
     (
         "Shell tool overhead per call (issue 3; targets: bwrap <= +15 ms, docker warm <= +60 ms)",

@@ -11,6 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import big_untracked  # noqa: E402
 import checkpoint  # noqa: E402
 import pack  # noqa: E402
 import shell_overhead  # noqa: E402
@@ -45,6 +46,11 @@ SECTIONS = [
         "Checkpoints on a 5,000-file repository (issue 4; targets: incremental <= 50 ms, undo <= 200 ms)",
         "python3 bench/checkpoint.py 7",
         lambda q: checkpoint.main(3 if q else 7),
+    ),
+    (
+        "A file-changing step beside a 300 MB untracked log (issue 20; targets <= +50 ms, peak RSS <= 250 MB)",
+        "python3 bench/big_untracked.py 5",
+        lambda q: big_untracked.main(2 if q else 5),
     ),
     (
         "Packing the repository, against repomix, gitingest, code2prompt, files-to-prompt, aider (issue 5)",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,6 +15,7 @@ from kimi_cli.approval import HeadlessApprover
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.images import build_user_message
 from kimi_cli.runtime import Runtime, SessionChoice
+from kimi_cli.signals import CancelOnSignal
 from kimi_cli.ui.headless import HeadlessRenderer, OutputFormat
 from kimi_cli.workspace_git import switch_to_work_branch
 
@@ -103,13 +102,14 @@ def run_until_done(
 ) -> RunOutcome:
     """Run the loop; Ctrl-C and SIGTERM cancel it cleanly, errors become an outcome with a message."""
 
+    guard: list[CancelOnSignal] = []
+
     async def main() -> RunOutcome:
-        loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, task.cancel)
+        on_signal = CancelOnSignal(task)  # type: ignore[arg-type]
+        on_signal.install(asyncio.get_running_loop())
+        guard.append(on_signal)
         try:
             return await agent.run(user_message, preamble)
         finally:
@@ -122,3 +122,6 @@ def run_until_done(
     except KimiError as exc:
         reason = "provider_unavailable" if exc.exit_code == ExitCode.PROVIDER_UNAVAILABLE else "error"
         return RunOutcome(reason, exc.exit_code, "", agent.steps, str(exc))
+    finally:
+        for on_signal in guard:
+            on_signal.disarm()

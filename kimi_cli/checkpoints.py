@@ -93,7 +93,16 @@ class ShadowRepo:
         user_exclude = self.workspace / ".git" / "info" / "exclude"
         if user_exclude.is_file():
             lines.append(user_exclude.read_text(errors="replace"))
-        changed = self._git("ls-files", "-z", "--others", "--modified", "--exclude-standard").split("\0")
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        # Candidates are listed against the static rules only: with info/exclude (which names last time's
+        # big files) they would drop out of the listing, lose their exclusion, and be hashed next time.
+        static = info / "kimi-static-exclude"
+        static.write_text("\n".join(lines) + "\n")
+        changed = self._git(
+            "ls-files", "-z", "--others", "--modified", "--exclude-per-directory=.gitignore",
+            f"--exclude-from={static}",
+        ).split("\0")  # fmt: skip
         for rel in filter(None, changed):
             try:
                 size = (self.workspace / rel).stat().st_size
@@ -102,8 +111,6 @@ class ShadowRepo:
                     self.last_skipped.append((rel, size))
             except OSError:
                 continue
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
         (info / "exclude").write_text("\n".join(lines) + "\n")
 
     def snapshot(self) -> str:

@@ -71,6 +71,10 @@ class ContextSettings(_Strict):
     compact_at: float = Field(default=0.85, ge=0.01, le=0.99)
 
 
+class CheckpointSettings(_Strict):
+    max_file_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)  # larger untracked files are not snapshotted
+
+
 class ApprovalSettings(_Strict):
     policy: Literal["auto", "ask", "never"] = "auto"
     allow: list[str] = Field(default_factory=list)
@@ -105,6 +109,8 @@ class Config(_Strict):
     git: GitSettings = Field(default_factory=GitSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    grep_timeout: float = Field(default=20.0, gt=0, le=600)  # seconds before a Grep search is stopped
     pricing: PricingSettings = Field(default_factory=PricingSettings)
 
 

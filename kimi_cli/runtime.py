@@ -111,7 +111,10 @@ class Runtime:
             co_author_trailer=git_cfg.co_author_trailer,
             allow_hooks=git_cfg.allow_hooks,
         )
-        registry = default_tools([Shell(self.sandbox, self.config.shell.default_timeout, approver), Git(identity)])
+        registry = default_tools(
+            [Shell(self.sandbox, self.config.shell.default_timeout, approver), Git(identity)],
+            grep_timeout=self.config.grep_timeout,
+        )
         agent = Agent(
             provider=provider,
             registry=registry,
@@ -122,7 +125,9 @@ class Runtime:
             max_steps=max_steps,
             max_output_tokens=self.config.max_output_tokens,
             max_tokens=self.config.max_tokens,
-            checkpointer=SessionCheckpointer(ShadowRepo(self.workdir), self.session),
+            checkpointer=SessionCheckpointer(
+                ShadowRepo(self.workdir, max_file_bytes=self.config.checkpoints.max_file_bytes), self.session
+            ),
             context=self.context,
         )
         return agent, provider

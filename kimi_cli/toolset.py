@@ -15,13 +15,13 @@ from kimi_cli.tools.todo import SetTodoList
 from kimi_cli.tools.write_file import WriteFile
 
 
-def default_tools(extra: list[Tool[Any]] | None = None) -> ToolRegistry:
+def default_tools(extra: list[Tool[Any]] | None = None, grep_timeout: float = 20.0) -> ToolRegistry:
     tools: list[Tool[Any]] = [
         ReadFile(),
         WriteFile(),
         StrReplaceFile(),
         Glob(),
-        Grep(),
+        Grep(grep_timeout),
         ReadMediaFile(),
         SetTodoList(),
     ]

@@ -124,6 +124,18 @@ def result_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
+def call_tool(root: Path, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+    """Run one tool of the default set in-process on a real folder: (output, is_error)."""
+    import asyncio
+
+    from kimi_cli.tools.base import ToolContext
+    from kimi_cli.tools.workspace import Workspace
+    from kimi_cli.toolset import default_tools
+
+    result = asyncio.run(default_tools().call(name, json.dumps(args), ToolContext(workspace=Workspace(root))))
+    return result.output, result.is_error
+
+
 def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
     return {
         "id": call_id or f"{name}:{abs(hash(json.dumps(arguments, sort_keys=True))) % 1000}",

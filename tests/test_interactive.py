@@ -198,3 +198,15 @@ def test_pasting_an_image_path_attaches_it(
     child.expect(PROMPT)
     assert finish(child) == 0
     assert server.requests[0]["messages"][-1]["content"][1]["type"] == "image_url"
+
+
+def test_sigterm_ends_the_interactive_session_with_exit_4(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    import signal
+
+    child = spawn(repo, env, server)
+    started = time.monotonic()
+    child.kill(signal.SIGTERM)
+    child.expect(pexpect.EOF, timeout=10)
+    child.close()
+    assert time.monotonic() - started < 3
+    assert child.exitstatus == 4

@@ -1,84 +1,84 @@
-"""Grep: regex search over workspace files, .gitignore respected."""
+"""Grep: regex search with ripgrep (linear time: no pattern can hang the session), .gitignore respected."""
 
 from __future__ import annotations
-
-import asyncio
-import re
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
-from kimi_cli.tools.files import list_files, looks_binary
-from kimi_cli.tools.glob_tool import glob_match
 from kimi_cli.tools.output import cap_text
+from kimi_cli.tools.ripgrep import find_rg, run_rg
 
-MAX_FILE_BYTES = 5_000_000
+DEFAULT_TIMEOUT = 20.0
+OUTPUT_CAP = 50_000
 
 
 class GrepParams(BaseModel):
-    pattern: str = Field(description="Python regular expression.")
+    pattern: str = Field(description="Regular expression (ripgrep / Rust syntax, like PCRE without look-around).")
     path: str | None = Field(None, description="File or folder to search, relative to the workspace.")
     glob: str | None = Field(None, description="Only files whose path matches this glob, e.g. `**/*.py`.")
     ignore_case: bool = Field(False, description="Case-insensitive match.")
     context: int = Field(0, ge=0, le=20, description="Lines of context around each match.")
-    max_results: int = Field(200, ge=1, le=5000, description="Stop after this many matching lines.")
+    max_results: int = Field(200, ge=1, le=5000, description="Stop after this many output lines.")
+    hidden: bool = Field(False, description="Also search hidden files and folders (names starting with '.').")
+    no_ignore: bool = Field(False, description="Also search files that .gitignore / .kimiignore exclude.")
+
+
+def rg_argv(rg: str, params: GrepParams, target: str, kimiignore: bool) -> list[str]:
+    """The exact rg command line for a search (pure, so it can be asserted)."""
+    argv = [rg, "--line-number", "--with-filename", "--no-heading", "--color", "never", "--no-messages"]
+    argv += ["--no-require-git", "--no-config"]  # .gitignore counts outside git too; no user rg config
+    if params.ignore_case:
+        argv.append("--ignore-case")
+    if params.context:
+        argv += ["--context", str(params.context)]
+    if params.hidden:
+        argv.append("--hidden")
+    if params.no_ignore:
+        argv.append("--no-ignore")
+    elif kimiignore:
+        argv += ["--ignore-file", ".kimiignore"]
+    if params.glob:
+        argv += ["--glob", params.glob]
+    argv += ["--regexp", params.pattern, "--", target]
+    return argv
 
 
 class Grep(Tool[GrepParams]):
     name = "Grep"
-    description = "Search file contents with a regex. Output lines are `path:line:text` (context uses `-`)."
+    description = (
+        "Search file contents with a regex (ripgrep). Output lines are `path:line:text`; context lines use "
+        "`-` and groups are separated by `--`. Ignored, hidden and binary files are skipped unless asked."
+    )
     Params = GrepParams
     read_only = True
 
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.timeout = timeout
+
     async def run(self, params: GrepParams, ctx: ToolContext) -> ToolResult:
-        try:
-            regex = re.compile(params.pattern, re.IGNORECASE if params.ignore_case else 0)
-        except re.error as exc:
-            raise ToolError(f"invalid regex {params.pattern!r}: {exc}") from None
-        base = ctx.workspace.resolve(params.path or ".")
-        return await asyncio.to_thread(self._search, regex, base, params, ctx)
-
-    def _search(self, regex: re.Pattern[str], base: Path, params: GrepParams, ctx: ToolContext) -> ToolResult:
         root = ctx.workspace.root
-        if base.is_file():
-            candidates = [ctx.workspace.relative(base)]
-        else:
-            prefix = ctx.workspace.relative(base)
-            prefix = "" if prefix == "." else prefix + "/"
-            candidates = [f for f in list_files(root) if f.startswith(prefix)]
-        if params.glob:
-            candidates = [f for f in candidates if glob_match(f, params.glob)]
-        out: list[str] = []
-        hits = 0
-        for rel in candidates:
-            lines = _text_lines(root / rel)
-            if lines is None:
-                continue
-            shown: set[int] = set()
-            for idx, line in enumerate(lines):
-                if not regex.search(line):
-                    continue
-                hits += 1
-                lo, hi = max(0, idx - params.context), min(len(lines), idx + params.context + 1)
-                for j in range(lo, hi):
-                    if j not in shown:
-                        sep = ":" if j == idx else "-"
-                        out.append(f"{rel}{sep}{j + 1}{sep}{lines[j][:500]}")
-                        shown.add(j)
-                if hits >= params.max_results:
-                    out.append(f"[stopped at max_results={params.max_results}]")
-                    return ToolResult(cap_text("\n".join(out), 50_000))
-        return ToolResult(cap_text("\n".join(out), 50_000) if out else f"no matches for {params.pattern!r}")
+        base = ctx.workspace.resolve(params.path or ".")
+        rel = ctx.workspace.relative(base)
+        argv = rg_argv(find_rg(), params, rel, (root / ".kimiignore").is_file())
+        out = await run_rg(argv, root, params.max_results, self.timeout)
+        if out.timed_out:
+            shown = "\n".join(out.lines)
+            note = f"[search stopped after {self.timeout:g} s; narrow the path or the glob]"
+            return ToolResult(cap_text(f"{shown}\n{note}" if shown else note, OUTPUT_CAP), is_error=not out.lines)
+        if out.exit_code == 2 and not out.lines:
+            raise ToolError(f"invalid regex {params.pattern!r}: {_rg_error(out.stderr)}")
+        if not out.lines:
+            return ToolResult(f"no matches for {params.pattern!r}")
+        lines = [_strip_dot(line) for line in out.lines]
+        if out.stopped_early:
+            lines.append(f"[stopped at max_results={params.max_results}]")
+        return ToolResult(cap_text("\n".join(lines), OUTPUT_CAP))
 
 
-def _text_lines(path: Path) -> list[str] | None:
-    try:
-        if path.is_symlink() or path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if looks_binary(data):
-        return None
-    return data.decode("utf-8", errors="replace").splitlines()
+def _strip_dot(line: str) -> str:
+    return line[2:] if line.startswith("./") else line
+
+
+def _rg_error(stderr: str) -> str:
+    text = " ".join(line.strip() for line in stderr.splitlines() if line.strip())
+    return text[:500] or "ripgrep refused the pattern"

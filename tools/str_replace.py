@@ -9,6 +9,8 @@ from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import looks_binary
 from kimi_cli.tools.write_file import unified_diff
 
+MAX_EDIT_BYTES = 20 * 1024 * 1024  # larger files are refused rather than loaded (and written) whole
+
 
 class Edit(BaseModel):
     old: str = Field(description="Exact text to find; include enough context to be unique.")
@@ -41,6 +43,12 @@ class StrReplaceFile(Tool[StrReplaceParams]):
         path = ctx.workspace.resolve(params.path)
         if not path.is_file():
             raise ToolError(f"{params.path} does not exist or is not a file")
+        size = path.stat().st_size
+        if size > MAX_EDIT_BYTES:
+            raise ToolError(
+                f"{params.path} is {size / 1e6:.0f} MB, over the {MAX_EDIT_BYTES // 2**20} MiB limit for "
+                "StrReplaceFile, which loads the whole file; edit it with a Shell command (sed, a script) instead"
+            )
         data = path.read_bytes()
         if looks_binary(data):
             raise ToolError(f"{params.path} is a binary file; it cannot be edited as text")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.atomic import atomic_write
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+DIFF_MAX_BYTES = 2 * 1024 * 1024  # an existing file larger than this is not read back for the diff
 
 
 class WriteFileParams(BaseModel):
@@ -34,6 +37,9 @@ class WriteFile(Tool[WriteFileParams]):
         path = ctx.workspace.resolve(params.path)
         if path.is_dir():
             raise ToolError(f"{params.path} is a directory")
+        rel = ctx.workspace.relative(path)
+        if path.exists() and path.stat().st_size > DIFF_MAX_BYTES:
+            return self._large(path, rel, params)
         old = ""
         if path.exists():
             try:
@@ -47,9 +53,23 @@ class WriteFile(Tool[WriteFileParams]):
             atomic_write(path, new.encode("utf-8"))
         except OSError as exc:
             raise ToolError(f"cannot write {params.path}: {exc.strerror}") from None
-        rel = ctx.workspace.relative(path)
         verb = "appended to" if params.mode == "append" else "wrote"
         return ToolResult(
             f"{verb} {rel} ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
             display={"kind": "diff", "path": rel, "diff": unified_diff(old, new, rel)},
         )
+
+    @staticmethod
+    def _large(path: Path, rel: str, params: WriteFileParams) -> ToolResult:
+        """A big existing file is never loaded: append goes to its end, overwrite replaces it unread."""
+        data = params.content.encode("utf-8")
+        try:
+            if params.mode == "append":
+                with path.open("ab") as fh:
+                    fh.write(data)
+            else:
+                atomic_write(path, data)
+        except OSError as exc:
+            raise ToolError(f"cannot write {params.path}: {exc.strerror}") from None
+        verb = "appended" if params.mode == "append" else "replaced the large file with"
+        return ToolResult(f"{verb} {len(data)} bytes ({rel}; too large to show a diff)")

@@ -53,6 +53,8 @@ def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool
         plan = plan_undo(shadow, session, count)
         print(f"undo in session {session.id}: back to {target_text(plan.target.kind, plan.target.label)}")
         print(_describe(plan.changes))
+        for path, size in plan.not_covered:
+            print(f"  not covered (too large to snapshot, left as it is): {path}, {size / 1e6:.0f} MB")
         if plan.user_edits:
             print("these files were changed after the agent's last step; undo would overwrite them:")
             print("\n".join(f"  {c.path}" for c in plan.user_edits))

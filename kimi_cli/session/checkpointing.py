@@ -128,14 +128,19 @@ class UndoPlan:
     user_edits: list[FileChange]
     changes: list[FileChange]
     current: str
+    not_covered: list[tuple[str, int]] = field(default_factory=list)  # too large now: left as they are
 
 
 def plan_undo(shadow: ShadowRepo, session: Session, count: int | None) -> UndoPlan:
     state = undo_state(session.records())
     target = pick_point(state, count)
     current = shadow.snapshot()
+    skipped = list(shadow.last_skipped)
+    big = {path for path, _ in skipped}
     user_edits = shadow.changes(state.last_after, current) if state.last_after else []
-    return UndoPlan(target, user_edits, shadow.changes(current, target.tree), current)
+    # A file the current snapshot could not hold is never touched: undo only changes what it has seen.
+    changes = [c for c in shadow.changes(current, target.tree) if c.path not in big]
+    return UndoPlan(target, user_edits, changes, current, skipped)
 
 
 def apply_undo(shadow: ShadowRepo, session: Session, plan: UndoPlan) -> list[FileChange]:

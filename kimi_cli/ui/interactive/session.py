@@ -16,10 +16,11 @@ from rich.panel import Panel
 from rich.text import Text
 
 from kimi_cli.agent.guard import LoopGuard
-from kimi_cli.errors import KimiError
+from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.images import build_user_message
 from kimi_cli.paths import kimi_home
 from kimi_cli.runtime import Runtime, SessionChoice
+from kimi_cli.signals import CancelOnSignal
 from kimi_cli.ui.interactive.approvals import ApprovalRules, InteractiveApprover
 from kimi_cli.ui.interactive.commands import EXIT, HELP, SlashCommands
 from kimi_cli.ui.interactive.prompt import KimiCompleter, make_prompt_session
@@ -192,10 +193,18 @@ def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice)
     app = InteractiveApp(runtime, resumed=bool(choice.continue_latest or choice.resume_id))
 
     async def main() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        # Ctrl-C cancels a turn (handled per turn); SIGTERM ends the session, with a watchdog for cleanup.
+        on_term = CancelOnSignal(task)  # type: ignore[arg-type]
+        on_term.install(asyncio.get_running_loop(), (signal.SIGTERM,))
         try:
             return await app.run()
+        except asyncio.CancelledError:
+            return int(ExitCode.CANCELLED)
         finally:
             await runtime.aclose()
             runtime.session.close()
+            on_term.disarm()
 
     return asyncio.run(main())

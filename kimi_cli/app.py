@@ -55,6 +55,8 @@ def run_headless(opts: RunOptions) -> int:
                 f"kimi: packed the repository ({counts}; {pack.tokens:,} tokens) "
                 f"in {time.perf_counter() - started_pack:.1f}s\n"
             )
+        if opts.output_format == "text" and runtime.sandbox.name != "bwrap":
+            sys.stderr.write(f"kimi: sandbox {runtime.sandbox.name}: {runtime.sandbox_reason}\n")
     except KimiError as exc:
         sys.stderr.write(f"kimi: {exc}\n")
         return int(exc.exit_code)

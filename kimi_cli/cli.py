@@ -75,7 +75,8 @@ def main_command(
     ] = None,
     yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
     sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | docker | none.", metavar="MODE")
+        str | None,
+        typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | landlock | docker | none.", metavar="MODE"),
     ] = None,
     allow_network: Annotated[
         bool, typer.Option("--allow-network", help="Let sandboxed commands use the network.")
@@ -196,7 +197,7 @@ def ci_repair_command(
     provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
     sandbox: Annotated[
-        str | None, typer.Option("--sandbox", help="auto | bwrap | docker | none.", metavar="MODE")
+        str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
     ] = None,
     workdir: Annotated[Path | None, typer.Option("--workdir", "-w", metavar="PATH")] = None,
 ) -> None:

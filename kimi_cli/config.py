@@ -14,7 +14,7 @@ from kimi_cli.errors import ConfigError
 from kimi_cli.paths import config_files, kimi_home
 
 ProviderKind = Literal["moonshot", "local", "openai"]
-SandboxMode = Literal["auto", "bwrap", "docker", "none"]
+SandboxMode = Literal["auto", "bwrap", "landlock", "docker", "none"]
 
 DEFAULT_MODEL = "kimi-k3.1-pro"
 HEADLESS_MAX_STEPS = 1000

@@ -23,7 +23,7 @@ from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.sandbox.base import Sandbox
 from kimi_cli.tools.sandbox.policy import build_policy
-from kimi_cli.tools.sandbox.select import open_sandbox
+from kimi_cli.tools.sandbox.select import choose_sandbox
 from kimi_cli.tools.shell import Shell, ShellApprover
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.toolset import default_tools
@@ -51,6 +51,7 @@ class Runtime:
     private_tmp: Path
     context: SessionContext
     resume_note: str = ""
+    sandbox_reason: str = ""
     providers: list[ChatProvider] = field(default_factory=list)
 
     @classmethod
@@ -88,12 +89,15 @@ class Runtime:
                 "memory": config.sandbox.docker_memory,
                 "pids_limit": config.sandbox.docker_pids_limit,
             }
-            sandbox = open_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, session.id)
+            picked = choose_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, session.id)
         except BaseException:
             shutil.rmtree(private_tmp, ignore_errors=True)
             session.close()
             raise
-        return cls(config, endpoint, workdir, session, history, sandbox, private_tmp, context, resume_note)
+        return cls(
+            config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, resume_note,
+            sandbox_reason=picked.reason,
+        )  # fmt: skip
 
     def make_agent(
         self, emit: Callable[[Event], None], approver: ShellApprover, headless: bool = False

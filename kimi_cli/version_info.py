@@ -23,7 +23,35 @@ def version_report(workdir: Path) -> str:
     vllm = _installed("vllm")
     lines.append(f"engine extra: {'vllm ' + vllm if vllm else 'vllm not installed'}")
     lines.append(endpoint_line(workdir))
+    lines.append(sandbox_line(workdir))
     return "\n".join(lines)
+
+
+def sandbox_line(workdir: Path) -> str:
+    """Which backend `auto` (or the configured mode) would pick here, and why: probed for real."""
+    import shutil
+    import tempfile
+
+    from kimi_cli.config import load_config
+    from kimi_cli.errors import KimiError
+    from kimi_cli.tools.sandbox.policy import build_policy
+    from kimi_cli.tools.sandbox.select import choose_sandbox
+
+    tmp = Path(tempfile.mkdtemp(prefix="kimi-probe-"))
+    try:
+        config = load_config(workdir)
+        if config.sandbox.mode in ("none", "docker"):
+            return f"sandbox: {config.sandbox.mode} (configured)"
+        policy = build_policy(workdir, tmp, network=config.sandbox.allow_network)
+        choice = choose_sandbox(config.sandbox.mode, policy, 1000, {}, "probe")
+        close = getattr(choice.sandbox, "close_sync", None)
+        if close is not None:
+            close()
+        return f"sandbox: {choice.sandbox.name} ({choice.reason})"
+    except KimiError as exc:
+        return f"sandbox: none usable ({' '.join(str(exc).split())[:300]})"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def endpoint_line(workdir: Path) -> str:

@@ -131,3 +131,9 @@ def test_root_capabilities_are_dropped(rig: Rig) -> None:
         pytest.skip("the remount escape only exists when running as root")
     result = rig.run("grep CapEff /proc/self/status")
     assert "0000000000000000" in result.output
+
+
+def test_a_process_that_leaves_the_session_does_not_survive_the_call(rig: Rig) -> None:
+    rig.run("setsid sleep 302 >/dev/null 2>&1 & (sleep 303 &) ; nohup sleep 304 >/dev/null 2>&1 & echo started")
+    time.sleep(0.5)
+    assert [_processes_with(f"sleep {n}") for n in (302, 303, 304)] == [[], [], []]

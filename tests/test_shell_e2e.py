@@ -127,7 +127,7 @@ def test_unusable_docker_is_a_clear_usage_error(repo: Path, env: dict, server: S
     env = {**env, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
     proc = run_kimi(["-p", "x", "--sandbox", "docker"], repo, env, server)
     assert proc.returncode == 2
-    assert "--sandbox docker is not usable" in proc.stderr and "bubblewrap" in proc.stderr
+    assert "--sandbox docker is not usable" in proc.stderr and "start a Docker engine" in proc.stderr
     assert server.requests == []
 
 

@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -64,7 +65,16 @@ class OutputCollector:
         return text + tail.decode("utf-8", errors="replace"), max(cut, 0)
 
 
-async def run_process_group(argv: list[str], *, cwd: str, env: dict[str, str], timeout: float, cap: int) -> ExecResult:
+async def run_process_group(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    timeout: float,
+    cap: int,
+    preexec_fn: Callable[[], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
+) -> ExecResult:
     """Run argv in its own process group; on timeout or cancellation kill the whole group."""
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
@@ -75,6 +85,8 @@ async def run_process_group(argv: list[str], *, cwd: str, env: dict[str, str], t
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=preexec_fn,
+        pass_fds=pass_fds,
     )
     collector = OutputCollector(cap)
     assert proc.stdout is not None
@@ -86,13 +98,17 @@ async def run_process_group(argv: list[str], *, cwd: str, env: dict[str, str], t
 
     async def pump() -> None:
         reader = asyncio.ensure_future(read_all())
-        await proc.wait()
-        # A background child may still hold the pipe open: give it a moment, then end the group.
-        try:
-            await asyncio.wait_for(asyncio.shield(reader), 1.0)
-        except TimeoutError:
-            kill_group(proc.pid)
-            await reader
+        # asyncio's proc.wait() also waits for the pipes to close, which a background child can hold open
+        # forever; the exit status itself arrives earlier, so poll for it while the output drains.
+        while not reader.done():
+            if proc.returncode is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(reader), 1.0)
+                except TimeoutError:
+                    kill_group(proc.pid)  # the command is done; what it left running goes now
+                break
+            await asyncio.wait({reader}, timeout=0.05)
+        await reader
 
     timed_out = False
     try:

@@ -167,7 +167,7 @@ class SlashCommands:
         runtime = self.app.runtime
         net = "on" if runtime.config.sandbox.allow_network else "off"
         self.console.print(
-            f"sandbox {runtime.sandbox.name}: writable {runtime.workdir} and a private /tmp; "
+            f"sandbox {runtime.sandbox.name} ({runtime.sandbox_reason}): writable {runtime.workdir} and a private tmp; "
             f".git read-only; network {net}; approvals {runtime.config.approval.policy}"
         )
 

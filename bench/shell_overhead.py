@@ -22,12 +22,11 @@ def main(runs: int = 30) -> str:
     from kimi_cli.tools.base import ToolContext
     from kimi_cli.tools.sandbox.bwrap import BwrapSandbox
     from kimi_cli.tools.sandbox.docker_backend import DockerSandbox, docker_works
+    from kimi_cli.tools.sandbox.landlock import LandlockSandbox
     from kimi_cli.tools.sandbox.none import NoSandbox
     from kimi_cli.tools.sandbox.policy import build_policy
     from kimi_cli.tools.shell import Shell
     from kimi_cli.tools.workspace import Workspace
-
-    from kimi_cli.tools.sandbox.landlock import LandlockSandbox
 
     ballast = [bytes(4096) + i.to_bytes(4, "little") for i in range(30_000)]  # ~120 MB, like a session
     base = median(time_calls(lambda: subprocess.run(["true"], check=True), runs))

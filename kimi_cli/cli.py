@@ -73,6 +73,14 @@ def main_command(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Stop once this many tokens are used (exit 3).", metavar="N")
     ] = None,
+    context_length: Annotated[
+        int | None,
+        typer.Option(
+            "--context-length",
+            help="The model's context window in tokens (default: asked from the server).",
+            metavar="N",
+        ),
+    ] = None,
     yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
     sandbox: Annotated[
         str | None,
@@ -124,6 +132,7 @@ def main_command(
         "base_url": base_url,
         "max_steps": max_steps,
         "max_tokens": max_tokens,
+        "context_length": context_length,
         "yolo": yolo or None,
     }
     context = {"pack": False if no_pack else None, "budget": pack_budget, "compact_at": compact_at}

@@ -92,7 +92,7 @@ class PricingSettings(_Strict):
 class Config(_Strict):
     """The whole configuration after merging every layer."""
 
-    provider: ProviderKind = "moonshot"
+    provider: ProviderKind | None = None  # None: moonshot, or openai when the base URL is not Moonshot's
     model: str | None = None
     base_url: str | None = None
     api_key: SecretStr | None = None
@@ -100,7 +100,7 @@ class Config(_Strict):
     max_output_tokens: int = Field(default=32_768, ge=256)  # max_tokens per answer, capped by the window
     transport: Literal["httpx", "openai"] = "httpx"  # the HTTP client for model requests
     max_tokens: int | None = Field(default=None, ge=1)
-    context_length: int = Field(default=1_048_576, ge=1024)
+    context_length: int | None = Field(default=None, ge=1024)  # None: ask the server, else the model's default
     yolo: bool = False
     providers: dict[ProviderKind, ProviderSettings] = Field(default_factory=dict)
     retry: RetrySettings = Field(default_factory=RetrySettings)
@@ -167,6 +167,7 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
         ("KIMI_BASE_URL", "base_url"),
         ("KIMI_MODEL", "model"),
         ("KIMI_TRANSPORT", "transport"),
+        ("KIMI_CONTEXT_LENGTH", "context_length"),
     )
     for var, key in pairs:
         if environ.get(var):
@@ -192,8 +193,10 @@ def load_config(workspace: Path, flags: dict[str, Any] | None = None, environ: d
 def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> Endpoint:
     """Pick base URL, model and key for the chosen provider, or explain what is missing."""
     env = dict(os.environ) if environ is None else environ
-    defaults = PROVIDER_DEFAULTS[config.provider]
-    profile = config.providers.get(config.provider, ProviderSettings())
+    provider = config.provider or default_provider(config.base_url)
+    config = config.model_copy(update={"provider": provider})
+    defaults = PROVIDER_DEFAULTS[provider]
+    profile = config.providers.get(provider, ProviderSettings())
     base_url = config.base_url or profile.base_url or defaults["base_url"]
     if config.provider == "local" and not (config.base_url or profile.base_url):
         base_url = _served_engine_url() or base_url
@@ -211,7 +214,20 @@ def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> E
             f"no API key for provider '{config.provider}': export KIMI_API_KEY=... (or MOONSHOT_API_KEY), "
             "or set api_key in ~/.kimi/config.toml. Get a key at https://platform.moonshot.ai"
         )
-    return Endpoint(config.provider, base_url.rstrip("/"), model or DEFAULT_MODEL, key or "EMPTY")
+    return Endpoint(provider, base_url.rstrip("/"), model or DEFAULT_MODEL, key or "EMPTY")
+
+
+MOONSHOT_HOSTS = ("moonshot.ai", "moonshot.cn", "kimi.ai", "kimi.com")
+
+
+def default_provider(base_url: str | None) -> ProviderKind:
+    """No provider named: a base URL that is not Moonshot's means an OpenAI-compatible server (no key needed)."""
+    if not base_url:
+        return "moonshot"
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    return "moonshot" if any(host == h or host.endswith("." + h) for h in MOONSHOT_HOSTS) else "openai"
 
 
 def _served_engine() -> dict[str, Any]:

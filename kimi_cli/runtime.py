@@ -52,6 +52,8 @@ class Runtime:
     context: SessionContext
     resume_note: str = ""
     sandbox_reason: str = ""
+    context_length: int = 1_048_576
+    context_source: str = ""
     providers: list[ChatProvider] = field(default_factory=list)
 
     @classmethod
@@ -68,10 +70,13 @@ class Runtime:
         keep_large_buffers()
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
+        from kimi_cli.llm.endpoint_info import resolve_context_length
+
+        window, window_source = resolve_context_length(endpoint, config.context_length)
         context = SessionContext(
             workdir,
-            budget=config.context.budget or int(config.context_length * config.context.budget_ratio),
-            context_length=config.context_length,
+            budget=config.context.budget or int(window * config.context.budget_ratio),
+            context_length=window,
             compact_at=config.context.compact_at,
             pack_repo=config.context.pack,
             progress=progress,
@@ -96,7 +101,7 @@ class Runtime:
             raise
         return cls(
             config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, resume_note,
-            sandbox_reason=picked.reason,
+            sandbox_reason=picked.reason, context_length=window, context_source=window_source,
         )  # fmt: skip
 
     def make_agent(

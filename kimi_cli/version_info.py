@@ -64,4 +64,10 @@ def endpoint_line(workdir: Path) -> str:
     except KimiError as exc:
         first = str(exc).splitlines()[0]
         return f"endpoint: not usable here ({first})"
-    return f"endpoint: {endpoint.provider} · {endpoint.base_url} · model {endpoint.model}"
+    from kimi_cli.llm.endpoint_info import resolve_context_length
+
+    window, source = resolve_context_length(endpoint, config.context_length)
+    return (
+        f"endpoint: {endpoint.provider} · {endpoint.base_url} · model {endpoint.model} · "
+        f"context {window:,} tokens (from {source})"
+    )

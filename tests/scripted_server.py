@@ -38,8 +38,12 @@ class ScriptedModelServer:
         script: list[dict[str, Any]] | None = None,
         model: str = "kimi-test",
         default: dict[str, Any] | None = None,
+        model_info: dict[str, Any] | None = None,
+        props: dict[str, Any] | None = None,
     ) -> None:
         self.script: list[dict[str, Any]] = list(script or [])
+        self.model_info = {"context_length": 1048576} if model_info is None else model_info  # in /v1/models
+        self.props = props  # llama.cpp's GET /props, when set
         self.default = default  # answered when the script is used up (benchmarks); None: an error instead
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -109,16 +113,11 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/models"):
             data = {
                 "object": "list",
-                "data": [
-                    {
-                        "id": self.owner.model,
-                        "object": "model",
-                        "owned_by": "scripted",
-                        "context_length": 1048576,
-                    }
-                ],
+                "data": [{"id": self.owner.model, "object": "model", "owned_by": "scripted", **self.owner.model_info}],
             }
             self._json(200, data)
+        elif self.path.rstrip("/").endswith("/props") and self.owner.props is not None:
+            self._json(200, self.owner.props)
         elif self.path.rstrip("/").endswith("/health"):
             self._json(200, {"status": "ok"})
         elif self.path.rstrip("/").endswith("/metrics"):

@@ -106,7 +106,7 @@ def default_budget(root: Path) -> int:
     from kimi_cli.config import load_config
 
     config = load_config(root, {})
-    return config.context.budget or int(config.context_length * config.context.budget_ratio)
+    return config.context.budget or int((config.context_length or 1_048_576) * config.context.budget_ratio)
 
 
 def cli_main(argv: list[str]) -> int:

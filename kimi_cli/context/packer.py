@@ -126,8 +126,11 @@ class RepoPacker:
             self.progress("outlining", 0, len(texts))
             outlines = self.analyzer.outlines(texts, keys)
         self.progress("ranking", 0, len(texts))
-        order, why = rank_files(self.root, task, texts, outlines)
-        modes, costs = self._choose(order, texts, keys, tokens, outlines or {}, room, fits)
+        demoted = self._demoted(task, texts)
+        order, why = rank_files(self.root, task, texts, outlines, set(demoted))
+        modes, costs = self._choose([p for p in order if p not in demoted], texts, keys, tokens, outlines or {}, room,
+                                    fits)  # fmt: skip
+        why.update({p: f"listed only: {reason}" for p, reason in demoted.items()})
         repo_tokens, exact = _repo_tokens(texts, tokens)
         skipped = {r.path: [r.size, r.reason] for r in records if r.text is None}
         state = PackState(
@@ -135,6 +138,21 @@ class RepoPacker:
         )
         self._render_state(state, {r.path: r.size for r in records}, texts, outlines or {})
         return state
+
+    @staticmethod
+    def _demoted(task: str, texts: dict[str, str]) -> dict[str, str]:
+        """Generated, vendored and bulk-data files, unless the task names them."""
+        from kimi_cli.context.generated import generated_reason
+        from kimi_cli.context.rank import task_mentions
+
+        named = set(task_mentions(task, sorted(texts))[0]) if task else set()
+        found = {}
+        for path, text in texts.items():
+            if path not in named:
+                reason = generated_reason(path, text)
+                if reason:
+                    found[path] = reason
+        return found
 
     def _refresh(self, state: PackState, changed: list[str]) -> PackState | None:
         """Re-render after edits to a few files, keeping the ranking; None when a full pack is needed."""
@@ -234,7 +252,7 @@ class RepoPacker:
                     "mode": mode,
                     "tokens": 0 if listed else state.costs[rec.path],
                     "file_tokens": state.tokens.get(rec.path),
-                    "reason": "over budget" if listed else state.why.get(rec.path, ""),
+                    "reason": _listed_reason(state.why.get(rec.path, "")) if listed else state.why.get(rec.path, ""),
                 }
             entries.append({"path": rec.path, "size": rec.size, **entry})
         state.entries = entries
@@ -250,6 +268,10 @@ class RepoPacker:
         )
         pack.repo_tokens_exact = state.repo_tokens_exact
         return pack
+
+
+def _listed_reason(why: str) -> str:
+    return why if why.startswith("listed only") else "over budget"
 
 
 def _repo_tokens(texts: dict[str, str], tokens: dict[str, int]) -> tuple[int, bool]:

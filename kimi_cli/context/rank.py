@@ -33,23 +33,49 @@ def task_mentions(task: str, paths: list[str]) -> tuple[list[str], set[str]]:
     return named, words
 
 
-def recent_files(root: Path, limit: int = 40) -> list[str]:
-    """Files touched by recent commits, newest first."""
+def history(root: Path, limit: int = 300) -> list[tuple[int, list[str]]]:
+    """(commit time, files) of recent commits, newest first; [] outside git. Large commits are dropped:
+    a reformat or a vendoring touches everything and says nothing about what belongs together."""
     try:
         out = subprocess.run(
-            ["git", "log", "-n", str(limit), "--name-only", "--format=", "--no-renames"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+            ["git", "log", "-n", str(limit), "--name-only", "--format=@@%ct", "--no-renames"],
+            cwd=root, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return []
+    commits: list[tuple[int, list[str]]] = []
+    for block in out.stdout.split("@@")[1:]:
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        if lines and lines[0].isdigit():
+            commits.append((int(lines[0]), lines[1:]))
+    return commits
+
+
+def recent_files(commits: list[tuple[int, list[str]]], limit: int = 40) -> list[str]:
+    """Files touched by the last commits, newest first: only when history means something (more than one
+    commit, not all at one time): in a fresh clone of a single commit, every file "changed recently"."""
+    if len(commits) < 2 or len({t for t, _ in commits}) < 2:
+        return []
     seen: dict[str, None] = {}
-    for line in out.stdout.splitlines():
-        if line.strip():
-            seen.setdefault(line.strip(), None)
+    for _, files in commits[:limit]:
+        if len(files) <= 50:
+            for path in files:
+                seen.setdefault(path, None)
     return list(seen)
+
+
+def co_changed(commits: list[tuple[int, list[str]]], seeds: list[str]) -> dict[str, float]:
+    """How often each file changed together with the seeds, as a share of the seeds' own changes."""
+    seed_set = set(seeds)
+    together: dict[str, float] = defaultdict(float)
+    for _, files in commits:
+        if len(files) > 20 or not seed_set.intersection(files):
+            continue
+        for path in files:
+            if path not in seed_set:
+                together[path] += 1.0
+    top = max(together.values(), default=0.0)
+    return {p: c / top for p, c in together.items()} if top else {}
 
 
 def pagerank(
@@ -114,46 +140,141 @@ def test_files_for(path: str, all_paths: list[str]) -> list[str]:
     return [p for p in all_paths if p != path and pattern.search(p)]
 
 
+SOURCE_EXT = re.compile(r"\.(py|pyx|pyi|js|jsx|mjs|ts|tsx|go|rs|java|kt|c|cc|cpp|h|hpp|rb|php|cs|swift|scala|lua)$")
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
+)
+DOC_PATH = re.compile(r"(^|/)(docs?|doc-src|changelog|changes|newsfragments|examples?)/|\.(md|rst|txt|adoc)$", re.I)
+DOC_TASK = re.compile(r"\b(docs?|documentation|readme|changelog|typo|docstring|tutorial|guide)\b", re.I)
+CONFIG_TASK = re.compile(r"\b(config|configuration|setup\.py|pyproject|package\.json|ci|workflow|build|lint)\b", re.I)
+TEST_TASK = re.compile(r"\b(tests?|testing|fixture|pytest|unittest|spec)\b", re.I)
+
+
+def kind_weight(path: str, task: str) -> float:
+    """Source first, then tests, then docs and config, unless the task is about those."""
+    if TEST_PATH.search(path):
+        return 0.75 if TEST_TASK.search(task) else 0.55
+    if DOC_PATH.search(path):
+        return 0.9 if DOC_TASK.search(task) else 0.3
+    if DOC_AND_BUILD.search(path):
+        return 0.9 if CONFIG_TASK.search(task) or DOC_TASK.search(task) else 0.35
+    if SOURCE_EXT.search(path):
+        return 1.0
+    return 0.5
+
+
 def rank_files(
-    root: Path, task: str, texts: dict[str, str], outlines: dict[str, Outline] | None
+    root: Path,
+    task: str,
+    texts: dict[str, str],
+    outlines: dict[str, Outline] | None,
+    demoted: set[str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """All packable paths in order, and why each of the leading ones is there.
 
-    Without outlines (the whole repository fits) the order only decides what the model reads first.
+    With a task: a score per file from lexical relevance (task words in the text and path), the files the
+    task names, the definitions of its identifiers, the reference graph around the best hits, and what
+    changed together with them in history, weighed by the kind of file. Without outlines (the whole
+    repository fits) the order only decides what the model reads first. Demoted (generated) files go last.
     """
+
+    demoted = demoted or set()
     paths = sorted(texts)
-    named, words = task_mentions(task, paths)
+    named, _words = task_mentions(task, paths)
+    commits = history(root)
     why: dict[str, str] = {}
     order: list[str] = []
 
     def take(items: list[str], reason: str) -> None:
         for p in items:
-            if p in texts and p not in why:
+            if p in texts and p not in why and p not in demoted:
                 why[p] = reason
                 order.append(p)
 
+    edges: dict[str, dict[str, float]] = {}
     centrality: dict[str, float] = {}
     definers: list[str] = []
-    users: list[str] = []
     if outlines:
-        edges, uses = reference_graph(outlines)
-        definers = sorted({p for p, o in outlines.items() for d in o.defs if d.name in words})
-        # Users only of distinctive names: a word used by many files (`object`, `value`) ranks nothing.
-        limit = max(3, len(outlines) // 20)
-        rare = [w for w in words if 0 < len(uses.get(w, ())) <= limit]
-        users = sorted({p for w in rare for p in uses[w]})
+        edges, _uses = reference_graph(outlines)
+        code_words = code_identifiers(task)
+        owners: dict[str, set[str]] = defaultdict(set)
+        for p, o in outlines.items():
+            for d in o.defs:
+                if d.name in code_words:
+                    owners[d.name].add(p)
+        definers = sorted({p for group in owners.values() if len(group) <= 3 for p in group})
         centrality = pagerank(edges, sorted(outlines), set(named) | set(definers))
 
-    def by_rank(items: list[str]) -> list[str]:
-        return sorted(items, key=lambda p: (-centrality.get(p, 0.0), p))
-
-    take(named, "named in the task")
-    take(by_rank(definers), "defines a name in the task")
-    take(by_rank(users), "uses a name in the task")
-    take([t for p in list(order) for t in test_files_for(p, paths)], "tests of the files above")
-    take([p for p in recent_files(root) if p in texts], "changed recently")
+    if task.strip():
+        scores = _task_scores(task, texts, named, definers, edges, commits, demoted)
+        ranked = sorted((p for p, v in scores.items() if v > 0), key=lambda p: (-scores[p], p))
+        for path in ranked:
+            if path in named:
+                take([path], "named in the task")
+            elif path in definers:
+                take([path], "defines a name in the task")
+            else:
+                take([path], f"relevant to the task (score {scores[path]:.1f})")
+        take([t for p in ranked[:10] for t in test_files_for(p, paths)], "tests of the files above")
+    take([p for p in recent_files(commits) if p in texts], "changed recently")
     take(sorted(p for p in texts if DOC_AND_BUILD.search(p)), "docs and build config")
-    if centrality:
-        take(by_rank(list(centrality)), "central in the reference graph")
-    take(sorted(texts, key=lambda p: (len(texts[p]), p)), "remaining, smallest first")
+    # No task: the project's own source before its tests, docs and the rest, by centrality then size.
+    rest = sorted(texts, key=lambda p: (-kind_weight(p, ""), -centrality.get(p, 0.0), len(texts[p]), p))
+    take([p for p in rest if centrality.get(p)], "central in the reference graph")
+    take(rest, "remaining, source first, smallest first")
+    for path in sorted(demoted):
+        if path in texts:
+            order.append(path)
     return order, why
+
+
+CODE_WORD = re.compile(r"`([A-Za-z_][\w.]*)`|\b([A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*))\b|\b([A-Za-z_]\w{2,})\(")
+
+
+def code_identifiers(task: str) -> set[str]:
+    """Names in the task that look like code: `quoted`, snake_case, camelCase, or called()."""
+    found: set[str] = set()
+    for match in CODE_WORD.finditer(task):
+        name = next(g for g in match.groups() if g)
+        found.add(name.rsplit(".", 1)[-1])
+    return {n for n in found if len(n) >= 3}
+
+
+def _task_scores(
+    task: str,
+    texts: dict[str, str],
+    named: list[str],
+    definers: list[str],
+    edges: dict[str, dict[str, float]],
+    commits: list[tuple[int, list[str]]],
+    demoted: set[str],
+) -> dict[str, float]:
+    """Lexical relevance (0..1, weighed by kind of file), plus bounded boosts from definitions, the graph
+    around the best source hits, and co-change with them. No boost can lift a file past a strong hit."""
+    from kimi_cli.context.relevance import lexical_scores, query_terms
+
+    lexical = lexical_scores({p: t for p, t in texts.items() if p not in demoted}, query_terms(task))
+    top = max(lexical.values(), default=1.0) or 1.0
+    base = {p: v / top * kind_weight(p, task) for p, v in lexical.items()}
+    boost: dict[str, float] = defaultdict(float)
+    for path in definers:
+        boost[path] += 0.5
+    seeds = [p for p in sorted(base, key=lambda p: (-base[p], p)) if kind_weight(p, task) >= 1.0][:5]
+    reverse: dict[str, dict[str, float]] = defaultdict(dict)
+    for a, row in edges.items():
+        for b, w in row.items():
+            reverse[b][a] = w
+    for seed in seeds:
+        neighbours = {**reverse.get(seed, {}), **edges.get(seed, {})}
+        total = sum(neighbours.values())
+        for neighbour, weight in neighbours.items():
+            boost[neighbour] += 0.6 * base[seed] * weight / total  # a seed shares out 0.6 of its score
+    for path, share in co_changed(commits, seeds[:3]).items():
+        boost[path] += 0.2 * share
+    scores: dict[str, float] = {}
+    for path in set(base) | set(boost):
+        if path in texts and path not in demoted:
+            scores[path] = base.get(path, 0.0) + min(boost.get(path, 0.0), 0.5) * kind_weight(path, task)
+    for path in named:
+        scores[path] = scores.get(path, 0.0) + 100.0
+    return scores

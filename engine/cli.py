@@ -93,9 +93,17 @@ def plan_command(
     config: Annotated[
         Path | None, typer.Option("--config", help="Plan this config.json instead.", metavar="PATH")
     ] = None,
+    weights: Annotated[
+        Path | None,
+        typer.Option("--weights", help="Plan the checkpoint in this folder (its config.json).", metavar="PATH"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """Will it fit? Weights, KV cache and linear-attention state per GPU, and a verdict."""
+    if weights is not None:
+        config = weights / "config.json"
+        if not config.is_file():
+            _fail(f"{weights} has no config.json", 2)
     from kimi_cli.engine.plan import make_plan
     from kimi_cli.engine.plan_view import plan_json, print_plan
 
@@ -131,6 +139,15 @@ def serve_command(
     vllm_bin: Annotated[str, typer.Option("--vllm-bin", help="The vllm executable.", metavar="PATH")] = "vllm",
     force: Annotated[bool, typer.Option("--force", help="Launch even if the plan says it will not fit.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the command and stop.")] = False,
+    trust_remote_code: Annotated[
+        bool, typer.Option("--trust-remote-code", help="Run code shipped with the weights (only if you trust them).")
+    ] = False,
+    spec_tokens: Annotated[
+        int,
+        typer.Option(
+            "--spec-tokens", help="MTP speculative tokens when the checkpoint has MTP heads; 0: off.", metavar="N"
+        ),
+    ] = 1,
 ) -> None:
     """Validate the weights, plan, launch `vllm serve`, wait until it answers, and supervise it."""
     from kimi_cli.engine.plan import make_plan
@@ -143,10 +160,20 @@ def serve_command(
         shards = validate_weights(weights)
     except KimiError as exc:
         _fail(str(exc), int(exc.exit_code))
-    raw = json.loads((weights / "config.json").read_text())
-    is_kimi = "kimi" in json.dumps([raw.get("architectures", []), raw.get("model_type", "")]).lower()
-    is_kimi3 = is_kimi and raw.get("num_hidden_layers") == 93
-    spec = KIMI_K3_1_PRO if is_kimi3 else spec_from_config(weights / "config.json")
+    from kimi_cli.engine.family import read_family
+
+    family = read_family(weights)
+    spec = spec_from_config(weights / "config.json")
+    if family.name == "kimi_k3" and spec.layers == KIMI_K3_1_PRO.layers and not spec.linear_attention_layers:
+        spec = KIMI_K3_1_PRO  # a K3 config without the KDA layout: the seed's figures are the better guess
+    remote = trust_remote_code or family.needs_remote_code
+    typer.echo(
+        f"model family {family.name}: parsers {'/'.join(family.parsers) if family.parsers else 'none'}; "
+        f"{family.why}" + ("; running code from the weights (--trust-remote-code)" if remote else "")
+    )
+    if trust_remote_code and not family.needs_remote_code:
+        typer.echo("warning: --trust-remote-code runs code from the weights folder, which vLLM does not need here",
+                   err=True)  # fmt: skip
     req = _request(None, gpu, hbm_gb, gpus_per_node, nodes, context, 1, kv_dtype, gpu_util)
     from dataclasses import replace
 
@@ -168,8 +195,10 @@ def serve_command(
         host=host,
         port=port,
         kv_dtype="fp8" if kv_dtype == "fp8" else "auto",
-        kimi_parsers=is_kimi,  # vLLM's Kimi parsers need Kimi's special tokens: other models must go without
+        parsers=family.parsers,  # Kimi's parsers need Kimi's special tokens: other models go without
         ray=nodes > 1,
+        trust_remote_code=remote,
+        spec_tokens=spec_tokens if family.mtp_layers > 0 else 0,
     )
     argv = vllm_argv(opts, vllm_bin)
     if nodes > 1:

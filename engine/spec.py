@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class ModelSpec:
     weight_bits: float  # average bits per parameter as stored, scales included
     checkpoint_bytes: float | None = None  # measured size on disk, when known
     checkpoint_shards: int | None = None
+    mtp_layers: int = 0  # multi-token-prediction heads (num_nextn_predict_layers), for speculative decoding
     assumptions: tuple[str, ...] = field(default_factory=tuple)
 
     def weight_bytes(self) -> float:
@@ -95,38 +97,73 @@ KIMI_K3_1_PRO = ModelSpec(
 )
 
 
+def _first(cfg: dict[str, Any], *keys: str, default: int = 0) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value:
+            return int(value)
+    return default
+
+
 def spec_from_config(path: Path) -> ModelSpec:
-    """Read the same fields from a Hugging Face-style config.json (small test models included)."""
+    """Read a Hugging Face-style config.json: dense models, MoE (DeepSeek/Kimi K2 keys) and Kimi K3's
+    nested `text_config` with its KDA layout (`linear_attn_config`), MLA dims and MTP layers. What the
+    file does not say is an assumption, and named as one."""
     data = json.loads(path.read_text())
-    cfg = data.get("text_config", data)
-    layers = int(cfg.get("num_hidden_layers", 1))
-    hidden = int(cfg.get("hidden_size", 1024))
-    heads = int(cfg.get("num_attention_heads", 8))
-    kv_heads = int(cfg.get("num_key_value_heads", heads))
-    head_dim = int(cfg.get("head_dim", hidden // max(heads, 1)))
-    vocab = int(cfg.get("vocab_size", 32000))
-    inter = int(cfg.get("intermediate_size", 4 * hidden))
-    experts = int(cfg.get("n_routed_experts", cfg.get("num_experts", cfg.get("num_local_experts", 0))) or 0)
-    active = int(cfg.get("num_experts_per_tok", 0) or 0)
-    moe_inter = int(cfg.get("moe_intermediate_size", inter))
-    attn = 4 * hidden * hidden
-    mlp = 3 * hidden * (moe_inter * experts if experts else inter)
-    total = layers * (attn + mlp) + 2 * vocab * hidden
-    active_mlp = 3 * hidden * (moe_inter * active if experts else inter)
-    kv_lora = int(cfg.get("kv_lora_rank", 0) or 0)
+    nested = data.get("text_config")
+    cfg: dict[str, Any] = {**data, **nested} if isinstance(nested, dict) else data
+    assumptions: list[str] = [f"parameters estimated from {path.name} (attention 4h^2, gated MLP 3 x h x inter)"]
+    layers = _first(cfg, "num_hidden_layers", "n_layers", "num_layers", default=1)
+    hidden = _first(cfg, "hidden_size", "d_model", default=1024)
+    heads = _first(cfg, "num_attention_heads", "n_heads", default=8)
+    kv_heads = _first(cfg, "num_key_value_heads", default=heads)
+    head_dim = _first(cfg, "head_dim", default=hidden // max(heads, 1))
+    vocab = _first(cfg, "vocab_size", default=32000)
+    inter = _first(cfg, "intermediate_size", default=4 * hidden)
+    experts = _first(cfg, "n_routed_experts", "num_experts", "num_local_experts")
+    active = _first(cfg, "num_experts_per_tok", "num_experts_per_token", "moe_top_k")
+    shared = _first(cfg, "n_shared_experts", "num_shared_experts")
+    moe_inter = _first(cfg, "moe_intermediate_size", default=inter)
+    dense_layers = _first(cfg, "first_k_dense_replace", default=0 if experts else layers)
+    raw_linear = cfg.get("linear_attn_config")
+    linear_cfg: dict[str, Any] = raw_linear if isinstance(raw_linear, dict) else {}
+    kda_layers = len(linear_cfg.get("kda_layers") or [])
+    types = cfg.get("layer_types")
+    if not kda_layers and isinstance(types, list):
+        kda_layers = sum(1 for t in types if "linear" in str(t))
+    linear_heads = int(linear_cfg.get("num_heads") or 0) if kda_layers else 0
+    linear_dim = int(linear_cfg.get("head_dim") or 0) if kda_layers else 0
+    kv_lora = _first(cfg, "kv_lora_rank")
     latent = kv_lora if kv_lora else 2 * kv_heads * head_dim
-    rope = int(cfg.get("qk_rope_head_dim", 0) or 0)
-    quant = data.get("quantization_config") or {}
+    rope = _first(cfg, "qk_rope_head_dim")
+    context = _first(cfg, "max_position_embeddings", "model_max_length", "max_sequence_length", "seq_length")
+    if not context:
+        context = 4096
+        assumptions.append("config.json gives no context length: 4,096 tokens assumed")
+    attn = 4 * hidden * hidden
+    moe_mlp = 3 * hidden * moe_inter * (experts + shared)
+    dense_mlp = 3 * hidden * inter
+    total = layers * attn + dense_layers * dense_mlp + (layers - dense_layers) * (moe_mlp if experts else dense_mlp)
+    total += 2 * vocab * hidden
+    active_mlp = 3 * hidden * moe_inter * (active + shared) if experts else dense_mlp
+    active_total = layers * attn + dense_layers * dense_mlp + (layers - dense_layers) * active_mlp + 2 * vocab * hidden
+    quant = data.get("quantization_config") or cfg.get("quantization_config") or {}
     bits = 4.25 if "fp4" in json.dumps(quant).lower() else 16.0
+    if kda_layers:
+        assumptions.append(f"KDA state: {linear_heads} heads x {linear_dim} x {linear_dim} in fp32 per layer")
+    else:
+        assumptions.append("KV cache in the model dtype for every layer (no linear-attention layers declared)")
     return ModelSpec(
         name=str(data.get("_name_or_path") or path.parent.name),
-        total_params=float(total), active_params=float(layers * (attn + active_mlp) + 2 * vocab * hidden),
-        layers=layers, dense_layers=0 if experts else layers, linear_attention_layers=0,
-        full_attention_layers=layers, hidden_size=hidden, attention_heads=heads, kv_latent_dim=latent,
-        rope_dim=rope, index_key_dim=0, index_heads=0, index_top_k=0, linear_heads=0, linear_head_dim=0,
-        routed_experts=experts, active_experts=active, shared_experts=int(cfg.get("n_shared_experts", 0) or 0),
-        expert_hidden=moe_inter, latent_moe_dim=hidden, max_context=int(cfg.get("max_position_embeddings", 4096)),
-        vision_params=0.0, vocab_size=vocab, weight_bits=bits,
-        assumptions=(f"parameters estimated from {path.name} (attention 4h^2, gated MLP 3 x h x inter)",
-                     "KV cache in the model dtype for every layer (no linear-attention layers declared)"),
+        total_params=float(total), active_params=float(active_total),
+        layers=layers, dense_layers=dense_layers, linear_attention_layers=kda_layers,
+        full_attention_layers=layers - kda_layers, hidden_size=hidden, attention_heads=heads, kv_latent_dim=latent,
+        rope_dim=rope, index_key_dim=_first(cfg, "index_head_dim") if cfg.get("index_topk") else 0,
+        index_heads=_first(cfg, "index_n_heads"), index_top_k=_first(cfg, "index_topk"),
+        linear_heads=linear_heads, linear_head_dim=linear_dim,
+        routed_experts=experts, active_experts=active, shared_experts=shared,
+        expert_hidden=moe_inter, latent_moe_dim=_first(cfg, "moe_latent_size", "latent_moe_dim", default=hidden),
+        max_context=context, vision_params=0.0, vocab_size=vocab, weight_bits=bits,
+        mtp_layers=_first(cfg, "num_nextn_predict_layers"),
+        assumptions=tuple(assumptions),
     )  # fmt: skip

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-
-KIMI_PARSERS = ("kimi_k2", "kimi_k2")  # vLLM's tool-call and reasoning parser names for Kimi models
 
 
 @dataclass(frozen=True)
@@ -20,9 +19,11 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     kv_dtype: str = "auto"
-    kimi_parsers: bool = True
+    parsers: tuple[str, str] | None = ("kimi_k3", "kimi_k3")  # (tool-call, reasoning); None: no Kimi parser
     ray: bool = False
     max_num_seqs: int | None = None
+    trust_remote_code: bool = False
+    spec_tokens: int = 0  # MTP speculative tokens; 0: off
 
 
 def vllm_argv(opts: ServeOptions, vllm: str = "vllm") -> list[str]:
@@ -38,10 +39,14 @@ def vllm_argv(opts: ServeOptions, vllm: str = "vllm") -> list[str]:
         argv += ["--kv-cache-dtype", opts.kv_dtype]
     if opts.max_num_seqs:
         argv += ["--max-num-seqs", str(opts.max_num_seqs)]
-    if opts.kimi_parsers:
-        tool_parser, reasoning_parser = KIMI_PARSERS
+    if opts.parsers:
+        tool_parser, reasoning_parser = opts.parsers
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", tool_parser, "--reasoning-parser", reasoning_parser]
-    argv.append("--trust-remote-code")
+    if opts.spec_tokens > 0:
+        spec = {"method": "mtp", "num_speculative_tokens": opts.spec_tokens}
+        argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    if opts.trust_remote_code:
+        argv.append("--trust-remote-code")
     if opts.ray:
         argv += ["--distributed-executor-backend", "ray"]
     return argv

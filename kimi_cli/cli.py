@@ -81,6 +81,9 @@ def main_command(
             metavar="N",
         ),
     ] = None,
+    no_thinking: Annotated[
+        bool, typer.Option("--no-thinking", help="Local engine: ask Kimi K3 to answer without thinking first.")
+    ] = False,
     yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
     sandbox: Annotated[
         str | None,
@@ -133,6 +136,7 @@ def main_command(
         "max_steps": max_steps,
         "max_tokens": max_tokens,
         "context_length": context_length,
+        "thinking": False if no_thinking else None,
         "yolo": yolo or None,
     }
     context = {"pack": False if no_pack else None, "budget": pack_budget, "compact_at": compact_at}

@@ -108,7 +108,12 @@ class Runtime:
         self, emit: Callable[[Event], None], approver: ShellApprover, headless: bool = False
     ) -> tuple[Agent, ChatProvider]:
         """The agent for this session. Headless runs get a step cap by default; interactive turns none."""
-        provider = ChatProvider(self.endpoint, self.config.retry, self.session.id, transport=self.config.transport)
+        extra: dict[str, Any] = {}
+        if self.config.thinking is False and self.endpoint.provider in ("local", "openai"):
+            extra["chat_template_kwargs"] = {"thinking": False}  # vLLM's K3 chat template reads this switch
+        provider = ChatProvider(
+            self.endpoint, self.config.retry, self.session.id, transport=self.config.transport, extra_body=extra
+        )
         self.providers.append(provider)
         max_steps = self.config.max_steps
         if max_steps is None and headless:

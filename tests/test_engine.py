@@ -83,25 +83,22 @@ def test_spec_from_a_small_config(tmp_path: Path) -> None:
 
 
 def test_vllm_argv_is_exact() -> None:
-    opts = ServeOptions(Path("/w"), "kimi-k3.1-pro", 8, 2, True, 1_048_576, 0.92, "0.0.0.0", 8000, "fp8", True, True)
+    opts = ServeOptions(Path("/w"), "kimi-k3.1-pro", 8, 2, True, 1_048_576, 0.92, "0.0.0.0", 8000, "fp8",
+                        ("kimi_k3", "kimi_k3"), True, spec_tokens=2)  # fmt: skip
     assert vllm_argv(opts) == [
         "vllm", "serve", "/w", "--served-model-name", "kimi-k3.1-pro", "--host", "0.0.0.0", "--port", "8000",
         "--tensor-parallel-size", "8", "--pipeline-parallel-size", "2", "--enable-expert-parallel",
         "--max-model-len", "1048576", "--gpu-memory-utilization", "0.92", "--kv-cache-dtype", "fp8",
-        "--enable-auto-tool-choice", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2",
-        "--trust-remote-code", "--distributed-executor-backend", "ray",
+        "--enable-auto-tool-choice", "--tool-call-parser", "kimi_k3", "--reasoning-parser", "kimi_k3",
+        "--speculative-config", '{"method":"mtp","num_speculative_tokens":2}',
+        "--distributed-executor-backend", "ray",
     ]  # fmt: skip
 
 
-def test_vllm_own_parser_accepts_the_argv() -> None:
-    pytest.importorskip("vllm", reason="vllm is the optional `engine` extra and is not installed here")
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
-    from vllm.utils import FlexibleArgumentParser
-
-    parser = make_arg_parser(FlexibleArgumentParser())
-    argv = vllm_argv(ServeOptions(Path("/w"), "m", 8))[3:]
-    args = parser.parse_args(["/w", *argv])
-    assert args.tensor_parallel_size == 8
+def test_remote_code_is_only_passed_when_asked_for() -> None:
+    plain = vllm_argv(ServeOptions(Path("/w"), "m", 8, parsers=None))
+    assert "--trust-remote-code" not in plain and "--tool-call-parser" not in plain
+    assert "--trust-remote-code" in vllm_argv(ServeOptions(Path("/w"), "m", 8, trust_remote_code=True))
 
 
 def make_weights(folder: Path, shards: int = 2, missing: int = 0) -> Path:

@@ -69,7 +69,8 @@ def run_headless(opts: RunOptions) -> int:
         runtime.session.close()
         return int(exc.exit_code)
 
-    agent, provider = runtime.make_agent(renderer, HeadlessApprover(runtime.config.yolo), headless=True)
+    approver = HeadlessApprover(runtime.config.yolo, runtime.config.approval.allow, runtime.config.approval.deny)
+    agent, provider = runtime.make_agent(renderer, approver, headless=True)
     started = time.perf_counter()
     preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []
     outcome = run_until_done(agent, user_message, runtime, preamble)

@@ -4,10 +4,27 @@ from __future__ import annotations
 
 
 class HeadlessApprover:
-    """Sandboxed commands run; unsandboxed ones need --yolo, since a headless run cannot ask."""
+    """Sandboxed commands run; unsandboxed ones need --yolo, since a headless run cannot ask. MCP tools run
+    on the host: they need --yolo or an allow rule (`mcp__server__tool`, `mcp__server__*`)."""
 
-    def __init__(self, yolo: bool) -> None:
+    def __init__(self, yolo: bool, allow: list[str] | None = None, deny: list[str] | None = None) -> None:
         self.yolo = yolo
+        self.allow = list(allow or [])
+        self.deny = list(deny or [])
+
+    async def review_mcp(self, tool_name: str, arguments: str) -> str | None:
+        from kimi_cli.mcp.approval import rule_matches, server_rule
+
+        denied = rule_matches(self.deny, tool_name)
+        if denied:
+            return f"denied by the rule `{denied}`"
+        if self.yolo or rule_matches(self.allow, tool_name):
+            return None
+        return (
+            f"MCP tools run outside the sandbox and need approval, which a headless run cannot ask for. "
+            f'Allow it with [approval] allow = ["{tool_name}"] (or "{server_rule(tool_name)}" for the whole '
+            "server) in .kimi/config.toml, or rerun with --yolo."
+        )
 
     async def review_shell(self, command: str, sandbox: str) -> str | None:
         if self.yolo or sandbox != "none":

@@ -81,6 +81,10 @@ def main_command(
             metavar="N",
         ),
     ] = None,
+    mcp_config: Annotated[
+        list[Path] | None,
+        typer.Option("--mcp-config", help="An MCP servers JSON file to add (repeatable).", metavar="PATH"),
+    ] = None,
     no_thinking: Annotated[
         bool, typer.Option("--no-thinking", help="Local engine: ask Kimi K3 to answer without thinking first.")
     ] = False,
@@ -137,6 +141,7 @@ def main_command(
         "max_tokens": max_tokens,
         "context_length": context_length,
         "thinking": False if no_thinking else None,
+        "mcp_config": [str(p) for p in mcp_config] if mcp_config else None,
         "yolo": yolo or None,
     }
     context = {"pack": False if no_pack else None, "budget": pack_budget, "compact_at": compact_at}
@@ -241,13 +246,15 @@ def ci_repair_command(
     raise typer.Exit(run_ci_repair(root, test, max_attempts, branch, report, output_format, test_timeout, flags))
 
 
-def _add_engine() -> None:
+def _add_subapps() -> None:
+    from kimi_cli.commands.mcp import mcp_app
     from kimi_cli.engine.cli import engine_app
 
     app.add_typer(engine_app, name="engine")
+    app.add_typer(mcp_app, name="mcp")
 
 
-_add_engine()
+_add_subapps()
 
 
 # `pack` and `undo` parse their own arguments (argparse) and run before Typer is even imported: they are

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kimi_cli.agent.events import Event
+from kimi_cli.agent.events import Event, Notice
 from kimi_cli.agent.loop import Agent
 from kimi_cli.checkpoints import ShadowRepo
 from kimi_cli.config import HEADLESS_MAX_STEPS, Config, Endpoint, load_config, resolve_endpoint
 from kimi_cli.context.session_context import SessionContext
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.llm.types import Message
+from kimi_cli.mcp.manager import McpManager
 from kimi_cli.session.checkpointing import SessionCheckpointer
 from kimi_cli.session.store import Session
 from kimi_cli.tools.base import ToolContext
@@ -55,6 +56,7 @@ class Runtime:
     context_length: int = 1_048_576
     context_source: str = ""
     providers: list[ChatProvider] = field(default_factory=list)
+    mcp: McpManager | None = None
 
     @classmethod
     def build(
@@ -70,6 +72,9 @@ class Runtime:
         keep_large_buffers()
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
+        from kimi_cli.mcp.wiring import start_mcp
+
+        mcp = start_mcp(workdir, config.mcp_config)  # servers come up while the repository is packed
         from kimi_cli.llm.endpoint_info import resolve_context_length
 
         window, window_source = resolve_context_length(endpoint, config.context_length)
@@ -98,10 +103,12 @@ class Runtime:
         except BaseException:
             shutil.rmtree(private_tmp, ignore_errors=True)
             session.close()
+            if mcp is not None:
+                mcp.close()
             raise
         return cls(
             config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, resume_note,
-            sandbox_reason=picked.reason, context_length=window, context_source=window_source,
+            sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
         )  # fmt: skip
 
     def make_agent(
@@ -125,10 +132,15 @@ class Runtime:
             co_author_trailer=git_cfg.co_author_trailer,
             allow_hooks=git_cfg.allow_hooks,
         )
-        registry = default_tools(
-            [Shell(self.sandbox, self.config.shell.default_timeout, approver), Git(identity)],
-            grep_timeout=self.config.grep_timeout,
-        )
+        builtin: list[Any] = [Shell(self.sandbox, self.config.shell.default_timeout, approver), Git(identity)]
+        notices: list[str] = []
+        if self.mcp is not None:
+            from kimi_cli.mcp.wiring import mcp_tools
+
+            taken = set(default_tools(builtin).names)
+            extra_tools, notices = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
+            builtin += extra_tools
+        registry = default_tools(builtin, grep_timeout=self.config.grep_timeout)
         agent = Agent(
             provider=provider,
             registry=registry,
@@ -144,6 +156,8 @@ class Runtime:
             ),
             context=self.context,
         )
+        for notice in notices:
+            agent.emit(Notice(notice))
         return agent, provider
 
     def switch_session(self, choice: SessionChoice) -> None:
@@ -156,6 +170,10 @@ class Runtime:
 
     async def aclose(self) -> None:
         self.context.save_baseline(self.session.path)
+        if self.mcp is not None:
+            import asyncio
+
+            await asyncio.to_thread(self.mcp.close)
         for provider in self.providers:
             with contextlib.suppress(Exception):
                 await provider.aclose()

@@ -53,3 +53,13 @@ def _ensure_type(prop: dict[str, Any]) -> dict[str, Any]:
         if types:
             return {"type": types[0] if len(types) == 1 else types, **prop}
     return {"type": "string", **prop}
+
+
+def clean_json_schema(raw: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema from elsewhere (an MCP server) made acceptable: refs inlined, every property typed."""
+    raw = dict(raw)
+    defs = raw.pop("$defs", raw.pop("definitions", {}))
+    body = _clean(raw, defs if isinstance(defs, dict) else {})
+    body.setdefault("type", "object")
+    body.setdefault("properties", {})
+    return body

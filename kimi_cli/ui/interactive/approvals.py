@@ -94,6 +94,28 @@ class InteractiveApprover:
         reason = answer.partition(":")[2].strip()
         return f"the user said no{': ' + reason if reason else ''}"
 
+    async def review_mcp(self, tool_name: str, arguments: str) -> str | None:
+        """MCP tools run on the host: they ask under `ask` and `auto`, unless a rule or --yolo allows them."""
+        from kimi_cli.mcp.approval import rule_matches
+
+        denied = rule_matches(self.rules.deny, tool_name)
+        if denied:
+            return f"denied by the rule `{denied}` (/deny)"
+        if self.yolo or rule_matches(self.rules.allow, tool_name):
+            return None
+        if self.policy == "never":
+            return "MCP tools need approval and approvals are set to `never`"
+        answer = await self.ask(f"{tool_name} {arguments[:500]}", tool_name)
+        if answer in ("always", "save"):
+            self.rules.allow.append(tool_name)
+            if answer == "save" and self.project_config is not None:
+                save_allow_rule(self.project_config, tool_name)
+            return None
+        if answer == "yes":
+            return None
+        reason = answer.partition(":")[2].strip()
+        return f"the user said no{': ' + reason if reason else ''}"
+
 
 def save_allow_rule(config_path: Path, prefix: str) -> None:
     """Add `prefix` to [approval].allow in a project config, keeping the rest of the file as it is."""

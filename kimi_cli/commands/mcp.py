@@ -1,0 +1,128 @@
+"""`kimi mcp list|test|add|remove`: the MCP servers kimi starts, and whether they work."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+mcp_app = typer.Typer(
+    name="mcp",
+    help="MCP servers: list them, test one, add or remove one (the mcpServers JSON of Claude Code and kimi-cli).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+ScopeOpt = Annotated[str, typer.Option("--scope", help="user (~/.kimi/mcp.json) | project (.kimi/mcp.json).")]
+
+
+def _scope_file(scope: str) -> Path:
+    from kimi_cli.paths import kimi_home
+
+    if scope not in ("user", "project"):
+        typer.echo("kimi mcp: --scope must be user or project", err=True)
+        raise typer.Exit(2)
+    return kimi_home() / "mcp.json" if scope == "user" else Path.cwd() / ".kimi" / "mcp.json"
+
+
+def _load() -> dict:  # type: ignore[type-arg]
+    from kimi_cli.errors import KimiError
+    from kimi_cli.mcp.config import load_servers
+
+    try:
+        return load_servers(Path.cwd())
+    except KimiError as exc:
+        typer.echo(f"kimi mcp: {exc}", err=True)
+        raise typer.Exit(int(exc.exit_code)) from None
+
+
+def _start(servers: dict) -> object:  # type: ignore[type-arg]
+    from kimi_cli.logs import log_dir
+    from kimi_cli.mcp.manager import McpManager
+
+    manager = McpManager(servers, log_dir())
+    manager.start()
+    manager.wait_settled()
+    return manager
+
+
+@mcp_app.command("list")
+def list_command() -> None:
+    """Each configured server: its status and how many tools it offers (each is started to find out)."""
+    servers = _load()
+    if not servers:
+        typer.echo("no MCP servers configured (kimi mcp add NAME -- COMMAND ARGS, or .kimi/mcp.json)")
+        return
+    manager = _start({n: s for n, s in servers.items() if s.enabled})
+    try:
+        for name, cfg in servers.items():
+            where = " ".join([cfg.command or "", *cfg.args]) if cfg.kind == "stdio" else cfg.url
+            if not cfg.enabled:
+                typer.echo(f"{name:<20} disabled  {cfg.kind:<5} {where}")
+                continue
+            state = manager.states[name]  # type: ignore[attr-defined]
+            status = f"ready, {len(state.tools)} tools" if state.status == "ready" else f"failed: {state.error}"
+            typer.echo(f"{name:<20} {status}  ({cfg.kind}: {where})")
+    finally:
+        manager.close()  # type: ignore[attr-defined]
+
+
+@mcp_app.command("test")
+def test_command(name: Annotated[str, typer.Argument(help="The server's name.")]) -> None:
+    """Connect to one server, list its tools, and show how long it took."""
+    servers = _load()
+    if name not in servers:
+        typer.echo(f"kimi mcp: no server {name!r}; configured: {', '.join(servers) or 'none'}", err=True)
+        raise typer.Exit(2)
+    started = time.monotonic()
+    manager = _start({name: servers[name]})
+    try:
+        state = manager.states[name]  # type: ignore[attr-defined]
+        if state.status != "ready":
+            typer.echo(f"{name}: failed after {time.monotonic() - started:.2f} s: {state.error}")
+            raise typer.Exit(1)
+        typer.echo(f"{name}: ready in {state.ready_after:.2f} s, {len(state.tools)} tools")
+        for tool in state.tools:
+            typer.echo(f"  {tool.name}: {(tool.description or '').splitlines()[0][:100] if tool.description else ''}")
+    finally:
+        manager.close()  # type: ignore[attr-defined]
+
+
+@mcp_app.command("add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def add_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A name for the server.")],
+    url: Annotated[str | None, typer.Option("--url", help="An HTTP server's URL.", metavar="URL")] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", help="K=V header for an HTTP server (repeatable).", metavar="K=V")
+    ] = None,
+    scope: ScopeOpt = "project",
+) -> None:
+    """Add a server: `kimi mcp add NAME -- COMMAND ARGS...` or `kimi mcp add NAME --url URL [--header K=V]`."""
+    from kimi_cli.mcp.config import save_server
+
+    command = [a for a in ctx.args if a != "--"]
+    if bool(command) == bool(url):
+        typer.echo("kimi mcp add: give either `-- COMMAND ARGS...` or --url URL", err=True)
+        raise typer.Exit(2)
+    entry: dict[str, object] = {"command": command[0], "args": command[1:]} if command else {"url": url}
+    if header:
+        entry["headers"] = dict(h.split("=", 1) for h in header if "=" in h)
+    path = _scope_file(scope)
+    save_server(path, name, entry)
+    typer.echo(f"added {name} to {path}: {json.dumps(entry)}")
+
+
+@mcp_app.command("remove")
+def remove_command(
+    name: Annotated[str, typer.Argument(help="The server's name.")], scope: ScopeOpt = "project"
+) -> None:
+    """Remove a server from the user or project file."""
+    from kimi_cli.mcp.config import save_server
+
+    path = _scope_file(scope)
+    save_server(path, name, None)
+    typer.echo(f"removed {name} from {path}")

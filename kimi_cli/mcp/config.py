@@ -1,0 +1,128 @@
+"""The `mcpServers` JSON that Claude Code and kimi-cli use: ~/.kimi/mcp.json, .kimi/mcp.json, --mcp-config.
+
+`${VAR}` expands from the environment, so secrets stay out of files. A bad file names the file and the
+key, and exits 2. Later files override earlier ones server by server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kimi_cli.errors import ConfigError
+from kimi_cli.paths import kimi_home
+
+VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    transport: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(default=None, alias="type")
+    enabled: bool = True
+    startup_timeout: float = Field(default=10.0, gt=0, le=300)
+    tool_timeout: float = Field(default=60.0, gt=0, le=3600)
+    enabled_tools: list[str] | None = None
+    disabled_tools: list[str] = Field(default_factory=list)
+    read_only: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("give either `command` (a stdio server) or `url` (an HTTP server)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        if self.command:
+            return "stdio"
+        if self.transport == "sse" or (self.transport is None and (self.url or "").rstrip("/").endswith("/sse")):
+            return "sse"
+        return "http"
+
+    def wants(self, tool: str) -> bool:
+        if tool in self.disabled_tools:
+            return False
+        return self.enabled_tools is None or tool in self.enabled_tools
+
+
+def expand(value: Any, environ: dict[str, str], where: str) -> Any:
+    """${VAR} in every string, from the environment; a variable that is not set is an error."""
+    if isinstance(value, str):
+
+        def sub(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in environ:
+                raise ConfigError(f"{where}: ${{{name}}} is not set in the environment")
+            return environ[name]
+
+        return VAR.sub(sub, value)
+    if isinstance(value, list):
+        return [expand(v, environ, where) for v in value]
+    if isinstance(value, dict):
+        return {k: expand(v, environ, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def config_paths(workspace: Path, extra: list[Path] | None = None) -> list[Path]:
+    return [kimi_home() / "mcp.json", workspace / ".kimi" / "mcp.json", *(extra or [])]
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read MCP configuration {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"invalid MCP configuration in {path}: not valid JSON ({exc})") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f"invalid MCP configuration in {path}: expected an object with `mcpServers`")
+    return servers
+
+
+def load_servers(
+    workspace: Path, extra: list[Path] | None = None, environ: dict[str, str] | None = None
+) -> dict[str, ServerConfig]:
+    """Every configured server by name, later files winning; disabled ones included (for `kimi mcp list`)."""
+    env = dict(os.environ) if environ is None else environ
+    merged: dict[str, tuple[Path, Any]] = {}
+    for path in config_paths(workspace, extra):
+        if path in (extra or []) or path.is_file():
+            for name, raw in read_file(path).items():
+                merged[name] = (path, raw)
+    servers: dict[str, ServerConfig] = {}
+    for name, (path, raw) in merged.items():
+        try:
+            servers[name] = ServerConfig.model_validate(expand(raw, env, f"{path}: mcpServers.{name}"))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(server)'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ConfigError(f"invalid MCP configuration in {path}: mcpServers.{name}: {problems}") from None
+    return servers
+
+
+def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
+    """Add, replace (server) or remove (None) one server in a config file, keeping the others."""
+    data: dict[str, Any] = {"mcpServers": {}}
+    if path.is_file():
+        data = json.loads(path.read_text())
+        data.setdefault("mcpServers", {})
+    if server is None:
+        data["mcpServers"].pop(name, None)
+    else:
+        data["mcpServers"][name] = server
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,88 @@
+"""McpTool: one tool of one MCP server, as the agent sees it. It runs on the host, so it asks first."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from kimi_cli.mcp.config import ServerConfig
+from kimi_cli.mcp.manager import McpError, McpManager
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.output import cap_text
+from kimi_cli.tools.schema import clean_json_schema
+
+TEXT_CAP = 30_000
+
+
+class McpApprover(Protocol):
+    async def review_mcp(self, tool_name: str, arguments: str) -> str | None: ...
+
+
+class McpArgs(BaseModel):
+    """Whatever the server's schema asks for: the server validates its own arguments."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class McpTool(Tool[McpArgs]):
+    Params = McpArgs
+    changes_files = True  # unknown effects: checkpoint around it, like Shell
+
+    def __init__(
+        self, manager: McpManager, server: str, config: ServerConfig, tool: Any, name: str, approver: McpApprover
+    ) -> None:
+        self.name = name  # type: ignore[misc]
+        self.description = (tool.description or f"{tool.name} from the MCP server {server}")[:2000]  # type: ignore[misc]
+        self.manager = manager
+        self.server = server
+        self.tool_name = tool.name
+        self.input_schema = tool.input_schema or {"type": "object", "properties": {}}
+        self.approver = approver
+        self.config = config
+
+    def schema(self) -> dict[str, Any]:
+        params = clean_json_schema(self.input_schema)
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": params}}  # fmt: skip
+
+    def is_read_only(self, params: McpArgs) -> bool:
+        return self.tool_name in self.config.read_only
+
+    async def run(self, params: McpArgs, ctx: ToolContext) -> ToolResult:
+        arguments = params.model_dump()
+        refusal = await self.approver.review_mcp(self.name, json.dumps(arguments, ensure_ascii=False))
+        if refusal:
+            raise ToolError(f"{self.name} was not run: {refusal}")
+        try:
+            result = await self.manager.call(self.server, self.tool_name, arguments)
+        except McpError as exc:
+            raise ToolError(str(exc)) from None
+        return convert_result(result)
+
+
+def convert_result(result: Any) -> ToolResult:
+    """Text (capped), images as image parts, structured content as JSON, isError as an error."""
+    texts: list[str] = []
+    images: list[str] = []
+    for part in getattr(result, "content", None) or []:
+        kind = getattr(part, "type", "")
+        if kind == "text":
+            texts.append(part.text)
+        elif kind == "image":
+            images.append(f"data:{part.mime_type};base64,{part.data}")
+            texts.append(f"[image: {part.mime_type}, {len(base64.b64decode(part.data or ''))} bytes]")
+        elif kind == "audio":
+            texts.append(f"[audio: {getattr(part, 'mime_type', '?')}, not shown]")
+        elif kind == "resource_link":
+            texts.append(f"[resource link: {getattr(part, 'name', '')} {getattr(part, 'uri', '')}]")
+        elif kind == "resource":
+            resource = part.resource
+            texts.append(getattr(resource, "text", None) or f"[resource {getattr(resource, 'uri', '')}]")
+    structured = getattr(result, "structured_content", None)
+    if structured is not None:
+        texts.append("structured content:\n" + json.dumps(structured, indent=1, ensure_ascii=False))
+    output = cap_text("\n".join(texts) or "(no content)", TEXT_CAP)
+    return ToolResult(output, is_error=bool(getattr(result, "is_error", False)), images=images)

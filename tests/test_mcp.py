@@ -1,0 +1,196 @@
+"""MCP servers become tools, end to end through `kimi -p`, against the reference servers from npm."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import result_json, run_kimi, tool_call
+from scripted_server import ScriptedModelServer
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / ".ci" / "node" / "node_modules" / ".bin"
+
+
+def everything() -> str:
+    exe = BIN / "mcp-server-everything"
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: .ci/run installs @modelcontextprotocol/server-everything from npm")
+    return str(exe)
+
+
+def write_config(repo: Path, servers: dict) -> None:
+    (repo / ".kimi").mkdir(exist_ok=True)
+    (repo / ".kimi" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+
+
+def allow(repo: Path, *rules: str) -> None:
+    (repo / ".kimi").mkdir(exist_ok=True)
+    (repo / ".kimi" / "config.toml").write_text("[approval]\nallow = [" + ", ".join(f'"{r}"' for r in rules) + "]\n")
+
+
+def tool_results(server: ScriptedModelServer, request: int) -> list[str]:
+    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
+
+
+def test_a_stdio_server_tool_runs_and_its_image_reaches_the_model(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    write_config(repo, {"everything": {"command": everything()}})
+    allow(repo, "mcp__everything__*")
+    server.add(
+        {"tool_calls": [tool_call("mcp__everything__echo", {"message": "hello mcp"}, "e1"),
+                        tool_call("mcp__everything__get-tiny-image", {}, "i1")]},
+        {"text": "done"},
+    )  # fmt: skip
+    proc = run_kimi(["-p", "use mcp", "--output-format", "json"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    names = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert "mcp__everything__echo" in names and "mcp__everything__get-sum" in names
+    assert names.index("ReadFile") < names.index("mcp__everything__echo")  # built-ins first, stable order
+    echo, image = tool_results(server, 1)
+    assert "Echo: hello mcp" in echo and "[image: image/png" in image
+    last = server.requests[1]["messages"][-1]
+    assert last["role"] == "user" and last["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_headless_without_a_rule_refuses_and_names_the_rule(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    write_config(repo, {"everything": {"command": everything()}})
+    server.add({"tool_calls": [tool_call("mcp__everything__get-sum", {"a": 1, "b": 2}, "s")]}, {"text": "ok"})
+    proc = run_kimi(["-p", "sum"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = tool_results(server, 1)
+    assert 'allow = ["mcp__everything__get-sum"]' in result and "--yolo" in result
+    server.add({"tool_calls": [tool_call("mcp__everything__get-sum", {"a": 1, "b": 2}, "s")]}, {"text": "ok"})
+    assert run_kimi(["-p", "sum", "--yolo"], repo, env, server).returncode == 0
+    assert "3" in tool_results(server, 3)[0]
+
+
+def test_a_server_that_never_starts_leaves_the_session_working(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    write_config(repo, {"broken": {"command": "/nonexistent/mcp-server"},
+                        "slow": {"command": "sleep", "args": ["30"], "startup_timeout": 1}})  # fmt: skip
+    server.add({"text": "still fine"})
+    started = time.monotonic()
+    proc = run_kimi(["-p", "hi", "--output-format", "stream-json"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 15
+    notices = [json.loads(line)["message"] for line in proc.stdout.splitlines() if '"notice"' in line]
+    assert any("'broken' is not available" in n for n in notices)
+    assert any("'slow' is not available" in n and "1 s" in n for n in notices)
+    assert not any(t["function"]["name"].startswith("mcp__") for t in server.requests[0]["tools"])
+
+
+def test_an_error_result_a_timeout_and_a_killed_server_come_back_as_tool_errors(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    write_config(repo, {"everything": {"command": everything(), "tool_timeout": 1}})
+    allow(repo, "mcp__everything__*")
+    server.add(
+        {"tool_calls": [tool_call("mcp__everything__get-sum", {"a": "not a number"}, "bad")]},
+        {"tool_calls": [tool_call("mcp__everything__trigger-long-running-operation", {"duration": 5, "steps": 5},
+                                  "slow")]},
+        {"tool_calls": [tool_call("Shell", {"command": "true"}, "sh")]},
+        {"text": "survived"},
+    )  # fmt: skip
+    proc = run_kimi(["-p", "try", "--output-format", "json", "--yolo"], repo, env, server, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert result_json(proc)["text"] == "survived"
+    results = tool_results(server, 3)
+    assert results[0].startswith("error") or "error" in results[0].lower()
+    assert "took longer than 1 s" in results[1]
+
+
+def test_server_killed_mid_session_is_reconnected_once(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    marker = repo / "pids"
+    wrapper = repo / "wrap.sh"
+    wrapper.write_text(f"#!/bin/sh\necho $$ >> {marker}\nexec {everything()}\n")
+    wrapper.chmod(0o755)
+    write_config(repo, {"everything": {"command": str(wrapper)}})
+    allow(repo, "mcp__everything__*")
+    kill = f"kill -9 $(head -1 {marker}); sleep 0.3; echo killed"
+    server.add(
+        {"tool_calls": [tool_call("mcp__everything__echo", {"message": "one"}, "a")]},
+        {"tool_calls": [tool_call("Shell", {"command": kill}, "k")]},
+        {"tool_calls": [tool_call("mcp__everything__echo", {"message": "two"}, "b")]},
+        {"text": "done"},
+    )
+    proc = run_kimi(["-p", "x", "--sandbox", "none", "--yolo"], repo, env, server, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    results = tool_results(server, 3)
+    assert "Echo: one" in results[0] and "Echo: two" in results[2]
+    assert len(marker.read_text().split()) == 2  # started again, once
+
+
+def test_variables_expand_and_a_missing_one_is_a_clear_error(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    write_config(repo, {"everything": {"command": "${MCP_BIN}"}})
+    allow(repo, "mcp__everything__echo")
+    server.add({"tool_calls": [tool_call("mcp__everything__echo", {"message": "x"}, "e")]}, {"text": "ok"})
+    proc = run_kimi(["-p", "x"], repo, {**env, "MCP_BIN": everything()}, server)
+    assert proc.returncode == 0, proc.stderr
+    assert "Echo: x" in tool_results(server, 1)[0]
+    missing = run_kimi(["-p", "x"], repo, env, server)
+    assert missing.returncode == 2 and "${MCP_BIN} is not set" in missing.stderr and "mcp.json" in missing.stderr
+
+
+def test_names_are_sanitised_capped_and_never_shadow_builtins() -> None:
+    from kimi_cli.mcp.naming import assign_names
+
+    long_tool = "t" * 80
+    names = assign_names([("my server", "read.file"), ("a", long_tool), ("x", "y")], {"mcp__x__y"})
+    assert names[("my server", "read.file")] == "mcp__my_server__read_file"
+    assert len(names[("a", long_tool)]) == 64
+    assert names[("x", "y")] != "mcp__x__y" and names[("x", "y")].startswith("mcp__x__y")
+
+
+@pytest.fixture
+def http_everything() -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([everything(), "streamableHttp"], env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(5)
+
+
+def test_streamable_http_server_and_the_mcp_commands(
+    repo: Path, env: dict, server: ScriptedModelServer, http_everything: str
+) -> None:
+    add = run_kimi(["mcp", "add", "web", "--url", http_everything], repo, env)
+    assert add.returncode == 0, add.stderr
+    add2 = run_kimi(["mcp", "add", "broken", "--", "/nonexistent/server"], repo, env)
+    assert add2.returncode == 0, add2.stderr
+    listing = run_kimi(["mcp", "list"], repo, env)
+    assert "web" in listing.stdout and "ready, " in listing.stdout and "broken" in listing.stdout
+    assert "failed" in listing.stdout
+    tested = run_kimi(["mcp", "test", "web"], repo, env)
+    assert tested.returncode == 0 and "echo" in tested.stdout and "ready in" in tested.stdout
+    assert run_kimi(["mcp", "remove", "broken"], repo, env).returncode == 0
+    server.add({"tool_calls": [tool_call("mcp__web__echo", {"message": "over http"}, "h")]}, {"text": "ok"})
+    proc = run_kimi(["-p", "x", "--yolo"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert "Echo: over http" in tool_results(server, 1)[0]
+
+
+def test_a_bad_mcp_file_names_the_file_and_key(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    write_config(repo, {"bad": {"command": "x", "url": "http://y"}})
+    proc = run_kimi(["-p", "x"], repo, env, server)
+    assert proc.returncode == 2 and "mcp.json" in proc.stderr and "mcpServers.bad" in proc.stderr

@@ -54,6 +54,7 @@ class SandboxSettings(_Strict):
 class ShellSettings(_Strict):
     default_timeout: int = Field(default=60, ge=1, le=600)
     output_cap: int = Field(default=30_000, ge=1000)
+    max_background_tasks: int = Field(default=4, ge=0, le=64)
 
 
 class GitSettings(_Strict):

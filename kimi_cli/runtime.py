@@ -20,12 +20,14 @@ from kimi_cli.llm.types import Message
 from kimi_cli.mcp.manager import McpManager
 from kimi_cli.session.checkpointing import SessionCheckpointer
 from kimi_cli.session.store import Session
+from kimi_cli.tools.background import TaskManager
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.sandbox.base import Sandbox
 from kimi_cli.tools.sandbox.policy import build_policy
 from kimi_cli.tools.sandbox.select import choose_sandbox
 from kimi_cli.tools.shell import Shell, ShellApprover
+from kimi_cli.tools.tasks import TaskOutput, TaskStop
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.toolset import default_tools
 from kimi_cli.workspace_git import git_state
@@ -57,6 +59,7 @@ class Runtime:
     context_source: str = ""
     providers: list[ChatProvider] = field(default_factory=list)
     mcp: McpManager | None = None
+    tasks: TaskManager | None = None
 
     @classmethod
     def build(
@@ -132,7 +135,10 @@ class Runtime:
             co_author_trailer=git_cfg.co_author_trailer,
             allow_hooks=git_cfg.allow_hooks,
         )
-        builtin: list[Any] = [Shell(self.sandbox, self.config.shell.default_timeout, approver), Git(identity)]
+        if self.tasks is None:
+            self.tasks = TaskManager(self.sandbox, str(self.workdir), self.config.shell.max_background_tasks)  # type: ignore[arg-type]
+        shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, self.tasks)
+        builtin: list[Any] = [shell, Git(identity), TaskOutput(self.tasks), TaskStop(self.tasks)]
         notices: list[str] = []
         if self.mcp is not None:
             from kimi_cli.mcp.wiring import mcp_tools
@@ -155,6 +161,7 @@ class Runtime:
                 ShadowRepo(self.workdir, max_file_bytes=self.config.checkpoints.max_file_bytes), self.session
             ),
             context=self.context,
+            notes=self.tasks.finished_notes,
         )
         for notice in notices:
             agent.emit(Notice(notice))
@@ -170,6 +177,9 @@ class Runtime:
 
     async def aclose(self) -> None:
         self.context.save_baseline(self.session.path)
+        if self.tasks is not None:
+            with contextlib.suppress(Exception):
+                await self.tasks.close()
         if self.mcp is not None:
             import asyncio
 

@@ -6,6 +6,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from kimi_cli.tools.background import TaskManager
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.sandbox.base import Sandbox
 
@@ -19,6 +20,11 @@ class ShellApprover(Protocol):
 class ShellParams(BaseModel):
     command: str = Field(description="A bash command line, run in the workspace root.")
     timeout: int | None = Field(None, ge=1, le=600, description="Seconds before the command is killed (default 60).")
+    background: bool = Field(
+        False,
+        description="Start it and return at once (dev servers, watchers, long builds): the result is a task_id "
+        "for TaskOutput and TaskStop. You are told when it finishes.",
+    )
 
 
 class Shell(Tool[ShellParams]):
@@ -31,10 +37,17 @@ class Shell(Tool[ShellParams]):
     Params = ShellParams
     changes_files = True
 
-    def __init__(self, sandbox: Sandbox, default_timeout: int = 60, approver: ShellApprover | None = None) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        default_timeout: int = 60,
+        approver: ShellApprover | None = None,
+        tasks: TaskManager | None = None,
+    ) -> None:
         self.sandbox = sandbox
         self.default_timeout = default_timeout
         self.approver = approver
+        self.tasks = tasks
 
     async def run(self, params: ShellParams, ctx: ToolContext) -> ToolResult:
         if not params.command.strip():
@@ -43,6 +56,8 @@ class Shell(Tool[ShellParams]):
             refusal = await self.approver.review_shell(params.command, self.sandbox.name)
             if refusal:
                 raise ToolError(f"the command was not run: {refusal}")
+        if params.background:
+            return await self._background(params.command)
         timeout = params.timeout or self.default_timeout
         try:
             result = await self.sandbox.run(params.command, timeout)
@@ -62,4 +77,14 @@ class Shell(Tool[ShellParams]):
                 "exit_code": result.exit_code,
                 "timed_out": result.timed_out,
             },
+        )
+
+    async def _background(self, command: str) -> ToolResult:
+        if self.tasks is None or not hasattr(self.sandbox, "spawn_spec"):
+            raise ToolError(f"background commands are not available with the {self.sandbox.name} sandbox")
+        task = await self.tasks.start(command)
+        return ToolResult(
+            f"task_id: {task.id}\nstarted in the background ({self.sandbox.name} sandbox); read its output with "
+            f"TaskOutput, stop it with TaskStop. You will be told when it finishes.",
+            display={"kind": "shell", "command": command, "exit_code": None, "timed_out": False, "task": task.id},
         )

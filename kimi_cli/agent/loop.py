@@ -98,6 +98,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
         context: ContextHooks | None = None,
         max_output_tokens: int | None = None,
+        notes: Callable[[], list[str]] | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -110,6 +111,7 @@ class Agent:
         self.checkpointer = checkpointer
         self.context = context
         self.max_output_tokens = max_output_tokens
+        self.notes = notes  # things that happened on their own (a background task ended): told before a request
         self._usage_missing_told = False
         self._prompt_tokens = 0  # what the last request cost (prompt + completion), from the server
         self._sent_count = 0  # how many messages that figure covers
@@ -143,6 +145,9 @@ class Agent:
             ):
                 await self.compact()
             self.steps += 1
+            news = self.notes() if self.notes is not None else []
+            if news:
+                self.add_message({"role": "user", "content": "[kimi] " + "\n[kimi] ".join(news)})
             completion, stop = await self._step()
             last_text = completion.text or last_text
             if stop:

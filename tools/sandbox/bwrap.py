@@ -66,5 +66,9 @@ class BwrapSandbox:
             argv, cwd=str(self.policy.workspace), env=self.policy.env, timeout=timeout, cap=self.output_cap
         )
 
+    def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], None, tuple[int, ...]]:
+        """For a background task: the same sandbox, started and left running."""
+        return bwrap_argv(self.policy, [self.shell, "-c", command], self.exe), self.policy.env, None, ()
+
     async def close(self) -> None:
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 
 from kimi_cli.tools.sandbox.base import ExecResult, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard
@@ -79,6 +80,9 @@ class LandlockSandbox:
                 if result.exit_code == 0:
                     result.exit_code = 1
         return result
+
+    def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], Callable[[], None], tuple[int, ...]]:
+        return [self.shell, "-c", command], self.env, self._setup, (self.ruleset_fd,)
 
     async def close(self) -> None:
         self.close_sync()

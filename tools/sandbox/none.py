@@ -25,5 +25,8 @@ class NoSandbox:
             cap=self.output_cap,
         )
 
+    def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], None, tuple[int, ...]]:
+        return [self.shell, "-c", command], self.policy.env, None, ()
+
     async def close(self) -> None:
         return None

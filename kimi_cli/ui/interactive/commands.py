@@ -37,6 +37,8 @@ HELP = {
     "allow": "/allow PREFIX [--save]: run commands starting with PREFIX without asking",
     "deny": "/deny PREFIX: never run commands starting with PREFIX",
     "reasoning": "show or hide the model's reasoning",
+    "tasks": "/tasks [stop ID]: background commands, running and finished",
+    "mcp": "/mcp [reconnect NAME]: MCP servers, their status and tools",
 }
 
 
@@ -196,3 +198,34 @@ class SlashCommands:
     async def cmd_reasoning(self, arg: str) -> None:
         self.app.renderer.show_reasoning = not self.app.renderer.show_reasoning
         self.console.print(f"reasoning {'shown' if self.app.renderer.show_reasoning else 'hidden'}")
+
+    async def cmd_tasks(self, arg: str) -> None:
+        tasks = self.app.runtime.tasks
+        if tasks is None or not tasks.tasks:
+            self.console.print("no background tasks (Shell with background: true starts one)")
+            return
+        verb, _, task_id = arg.partition(" ")
+        if verb == "stop" and task_id:
+            try:
+                self.console.print(await tasks.stop(task_id.strip()))
+            except Exception as exc:
+                self.console.print(Text(str(exc), style="yellow"))
+            return
+        for task in tasks.tasks.values():
+            self.console.print(f"{task.id}  {task.status():<28} {task.total:>9,} bytes  {task.command[:70]}")
+
+    async def cmd_mcp(self, arg: str) -> None:
+        manager = self.app.runtime.mcp
+        if manager is None:
+            self.console.print("no MCP servers configured (kimi mcp add NAME -- COMMAND, or .kimi/mcp.json)")
+            return
+        verb, _, name = arg.partition(" ")
+        if verb == "reconnect" and name.strip() in manager.states:
+            ok = await manager.reconnect(name.strip())
+            self.console.print(
+                f"{name.strip()}: {'ready' if ok else 'still failing'} (tools stay as they were at start)"
+            )
+            return
+        for server, state in manager.states.items():
+            detail = f"{len(state.tools)} tools" if state.status == "ready" else state.error
+            self.console.print(f"{server:<20} {state.status:<9} {detail}")

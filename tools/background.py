@@ -1,0 +1,152 @@
+"""Background commands: Shell with `background: true` returns at once; TaskOutput reads, TaskStop ends.
+
+Each task runs in the same sandbox as any other command (its own process group), with its output in a
+bounded buffer. At most `max_tasks` run at once per session. When one finishes, the model is told on its
+next request; it never has to poll. All tasks die with the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kimi_cli.tools.base import ToolError
+from kimi_cli.tools.output import cap_text
+
+KEEP_BYTES = 1_000_000  # of each task's output, the latest
+SHOW_CHARS = 30_000
+
+
+class Spawner(Protocol):
+    """A sandbox that can start a long-running command: argv, env, and what the child needs before exec."""
+
+    name: str
+
+    def spawn_spec(
+        self, command: str
+    ) -> tuple[list[str], dict[str, str], Callable[[], None] | None, tuple[int, ...]]: ...
+
+
+@dataclass
+class BackgroundTask:
+    id: str
+    command: str
+    proc: asyncio.subprocess.Process
+    started: float = field(default_factory=time.monotonic)
+    buffer: bytearray = field(default_factory=bytearray)
+    total: int = 0  # bytes produced so far; `since` offsets count in these
+    exit_code: int | None = None
+    finished: float | None = None
+    told: bool = False
+    reader: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.finished is None
+
+    def status(self) -> str:
+        if self.running:
+            return f"running for {time.monotonic() - self.started:.0f} s"
+        return f"exited with code {self.exit_code}" if self.exit_code is not None else "stopped"
+
+
+class TaskManager:
+    def __init__(self, sandbox: Spawner, cwd: str, max_tasks: int = 4) -> None:
+        self.sandbox = sandbox
+        self.cwd = cwd
+        self.max_tasks = max_tasks
+        self.tasks: dict[str, BackgroundTask] = {}
+        self._next = 1
+
+    def running(self) -> list[BackgroundTask]:
+        return [t for t in self.tasks.values() if t.running]
+
+    async def start(self, command: str) -> BackgroundTask:
+        if len(self.running()) >= self.max_tasks:
+            ids = ", ".join(t.id for t in self.running())
+            raise ToolError(
+                f"{self.max_tasks} background tasks are already running ({ids}); stop one with TaskStop first"
+            )
+        argv, env, preexec, fds = self.sandbox.spawn_spec(command)
+        proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=preexec, pass_fds=fds,
+        )  # fmt: skip
+        task = BackgroundTask(f"task-{self._next}", command, proc)
+        self._next += 1
+        task.reader = asyncio.ensure_future(self._pump(task))
+        self.tasks[task.id] = task
+        return task
+
+    async def _pump(self, task: BackgroundTask) -> None:
+        assert task.proc.stdout is not None
+        while chunk := await task.proc.stdout.read(65536):
+            task.buffer += chunk
+            task.total += len(chunk)
+            if len(task.buffer) > KEEP_BYTES:
+                del task.buffer[: len(task.buffer) - KEEP_BYTES]
+        # The output is closed; the status arrives with the exit (poll: a grandchild may hold nothing now).
+        while task.proc.returncode is None:
+            await asyncio.sleep(0.05)
+        task.exit_code = task.proc.returncode
+        task.finished = time.monotonic()
+        _kill_group(task.proc.pid)
+
+    def get(self, task_id: str) -> BackgroundTask:
+        task = self.tasks.get(task_id)
+        if task is None:
+            known = ", ".join(self.tasks) or "none"
+            raise ToolError(f"no background task {task_id!r} (tasks: {known})")
+        return task
+
+    def read(self, task_id: str, since: int | None) -> str:
+        task = self.get(task_id)
+        start = task.total - len(task.buffer)
+        offset = max(since or 0, start)
+        data = bytes(task.buffer[offset - start :])
+        dropped = offset - since if since is not None and offset > since else 0
+        lost = f"[{dropped} earlier bytes are no longer kept]\n" if dropped else ""
+        text = cap_text(data.decode("utf-8", errors="replace"), SHOW_CHARS) if data else "(no new output)"
+        return f"{task.id}: {task.status()}; output since byte {offset} (next since={task.total}):\n{lost}{text}"
+
+    async def stop(self, task_id: str) -> str:
+        task = self.get(task_id)
+        if task.running:
+            _kill_group(task.proc.pid)
+            if task.reader is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(task.reader), 5)
+            task.told = True
+            return f"{task.id} stopped ({task.command})"
+        return f"{task.id} had already {task.status()}"
+
+    def finished_notes(self) -> list[str]:
+        """One line per task that finished since the last call: the model's next request carries them."""
+        notes = []
+        for task in self.tasks.values():
+            if not task.running and not task.told:
+                task.told = True
+                notes.append(
+                    f"background task {task.id} (`{task.command[:200]}`) {task.status()}; "
+                    f"TaskOutput {task.id} shows its output ({task.total} bytes)"
+                )
+        return notes
+
+    async def close(self) -> None:
+        for task in self.tasks.values():
+            if task.running:
+                _kill_group(task.proc.pid)
+        readers = [t.reader for t in self.tasks.values() if t.reader is not None]
+        if readers:
+            await asyncio.wait(readers, timeout=3)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

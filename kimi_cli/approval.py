@@ -12,6 +12,14 @@ class HeadlessApprover:
         self.allow = list(allow or [])
         self.deny = list(deny or [])
 
+    async def review_web(self, host: str, url: str) -> str | None:
+        if self.yolo:
+            return None
+        return (
+            f"{host} is not a host you named or allowed, and a headless run cannot ask. Allow it with "
+            f'[web] allowed_hosts = ["{host}"] in .kimi/config.toml, put the URL in the prompt, or use --yolo.'
+        )
+
     async def review_mcp(self, tool_name: str, arguments: str) -> str | None:
         from kimi_cli.mcp.approval import rule_matches, server_rule
 

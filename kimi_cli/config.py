@@ -72,6 +72,13 @@ class ContextSettings(_Strict):
     compact_at: float = Field(default=0.85, ge=0.01, le=0.99)
 
 
+class WebSettings(_Strict):
+    enabled: bool = True  # false: no FetchURL and no SearchWeb
+    allowed_hosts: list[str] = Field(default_factory=list)  # fetched without asking: docs.python.org, *.github.com
+    allowed_private_hosts: list[str] = Field(default_factory=list)  # loopback/private hosts that may be fetched
+    search: bool = True  # Moonshot's built-in $web_search, with the moonshot provider
+
+
 class CheckpointSettings(_Strict):
     max_file_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)  # larger untracked files are not snapshotted
 
@@ -113,6 +120,7 @@ class Config(_Strict):
     context: ContextSettings = Field(default_factory=ContextSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     grep_timeout: float = Field(default=20.0, gt=0, le=600)  # seconds before a Grep search is stopped
     pricing: PricingSettings = Field(default_factory=PricingSettings)
 

@@ -140,6 +140,14 @@ class Runtime:
         shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, self.tasks)
         builtin: list[Any] = [shell, Git(identity), TaskOutput(self.tasks), TaskStop(self.tasks)]
         notices: list[str] = []
+        web = self.config.web
+        if web.enabled:
+            from kimi_cli.web.tools import FetchURL, SearchWeb
+
+            save_dir = self.session.path / "fetched"
+            builtin.append(FetchURL(approver, web.allowed_hosts, web.allowed_private_hosts, save_dir))  # type: ignore[arg-type]
+            if web.search and self.endpoint.provider == "moonshot":
+                builtin.append(SearchWeb())
         if self.mcp is not None:
             from kimi_cli.mcp.wiring import mcp_tools
 

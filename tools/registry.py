@@ -67,6 +67,8 @@ class ToolRegistry:
         if tool is None:
             known = ", ".join(self._tools)
             return ToolResult(f"error: unknown tool '{name}'. Available tools: {known}.", is_error=True)
+        if getattr(tool, "echo_arguments", False):  # a provider's built-in function: its arguments are the answer
+            return ToolResult(raw_arguments, display={"kind": "builtin", "name": name})
         try:
             args = json.loads(raw_arguments) if raw_arguments.strip() else {}
         except json.JSONDecodeError as exc:

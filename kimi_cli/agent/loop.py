@@ -132,6 +132,8 @@ class Agent:
     async def run(self, user_message: Message, preamble: list[Message] | None = None) -> RunOutcome:
         if self.checkpointer is not None:
             self.checkpointer.mark_turn(len(self.messages), _prompt_text(user_message))
+        # URLs the user typed may be fetched without asking (FetchURL reads this).
+        self.ctx.services.setdefault("prompt_urls", set()).update(_urls(_prompt_text(user_message, limit=None)))
         for message in preamble or []:
             self.add_message(message)
         self.add_message(user_message)
@@ -276,8 +278,15 @@ class Agent:
         return stop
 
 
-def _prompt_text(message: Message) -> str:
+def _prompt_text(message: Message, limit: int | None = 200) -> str:
     content = message.get("content")
     if isinstance(content, list):
         content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return " ".join(str(content or "").split())[:200]
+    text = " ".join(str(content or "").split())
+    return text[:limit] if limit else text
+
+
+def _urls(text: str) -> set[str]:
+    import re
+
+    return {u.rstrip(".,;:!?") for u in re.findall(r"https?://[^\s<>\"'`)\]]+", text)}

@@ -94,6 +94,21 @@ class InteractiveApprover:
         reason = answer.partition(":")[2].strip()
         return f"the user said no{': ' + reason if reason else ''}"
 
+    async def review_web(self, host: str, url: str) -> str | None:
+        """A host nobody named: ask (always = for the rest of the session)."""
+        if self.yolo or f"web:{host}" in self.rules.allow:
+            return None
+        if self.policy == "never":
+            return "fetching needs approval and approvals are set to `never`"
+        answer = await self.ask(f"fetch {url}", f"web:{host}")
+        if answer in ("always", "save"):
+            self.rules.allow.append(f"web:{host}")
+            return None
+        if answer == "yes":
+            return None
+        reason = answer.partition(":")[2].strip()
+        return f"the user said no{': ' + reason if reason else ''}"
+
     async def review_mcp(self, tool_name: str, arguments: str) -> str | None:
         """MCP tools run on the host: they ask under `ask` and `auto`, unless a rule or --yolo allows them."""
         from kimi_cli.mcp.approval import rule_matches

@@ -1,0 +1,1 @@
+"""Reading the web from the host: FetchURL (SSRF-safe, HTML as markdown) and Moonshot's built-in web search."""

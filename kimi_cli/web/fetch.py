@@ -1,0 +1,92 @@
+"""fetch_url: GET over http(s) from the host, safe against SSRF, bounded in time and size.
+
+Every hop is resolved and checked before anything is sent: the address must be public unless the host is
+in `allowed_private_hosts`. The connection then goes to the address that was checked (the Host header and
+TLS name stay the host's), so a second DNS answer cannot swap in 127.0.0.1 (DNS rebinding). Redirects are
+followed by hand, at most 5, each re-checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from kimi_cli.web.addresses import host_matches, is_public
+
+MAX_REDIRECTS = 5
+TIMEOUT = 20.0
+MAX_BYTES = 5 * 1024 * 1024
+USER_AGENT = "kimi-cli (+https://github.com/kimi-cli-agent/kimi_cli)"
+
+
+class FetchError(Exception):
+    """Why a URL was not fetched; the message goes to the model."""
+
+
+@dataclass
+class Fetched:
+    url: str  # after redirects
+    status: int
+    content_type: str
+    body: bytes
+    truncated: bool
+
+
+async def resolve_checked(host: str, port: int, allowed_private: list[str]) -> str:
+    """An address for host that may be used: all of host's addresses must be public, or the host allowed."""
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise FetchError(f"cannot resolve {host}: {exc.strerror or exc}") from None
+    addresses = sorted({str(info[4][0]) for info in infos})
+    if not addresses:
+        raise FetchError(f"{host} has no address")
+    if not host_matches(host, allowed_private):
+        blocked = [a for a in addresses if not is_public(a)]
+        if blocked:
+            raise FetchError(
+                f"refused: {host} resolves to {blocked[0]}, a loopback, private, link-local or reserved address. "
+                f'If that is intended, add "{host}" to [web] allowed_private_hosts.'
+            )
+    return addresses[0]
+
+
+async def fetch_url(url: str, allowed_private: list[str], max_bytes: int = MAX_BYTES) -> Fetched:
+    from kimi_cli.llm.transport import import_httpx
+
+    httpx = import_httpx()
+    async with httpx.AsyncClient(timeout=httpx.Timeout(TIMEOUT), trust_env=False, follow_redirects=False) as client:
+        for _hop in range(MAX_REDIRECTS + 1):
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise FetchError(f"only http and https URLs can be fetched, not {url!r}")
+            host = parts.hostname
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            address = await resolve_checked(host, port, allowed_private)
+            netloc = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+            target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+            headers = {"host": parts.netloc.rsplit("@", 1)[-1], "user-agent": USER_AGENT, "accept": "*/*"}
+            extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+            try:
+                async with client.stream("GET", target, headers=headers, extensions=extensions) as response:
+                    if response.is_redirect and response.headers.get("location"):
+                        url = urljoin(url, response.headers["location"])
+                        continue
+                    body = bytearray()
+                    truncated = False
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) >= max_bytes:
+                            truncated = True
+                            del body[max_bytes:]
+                            break
+                    ctype = response.headers.get("content-type", "")
+                    return Fetched(url, response.status_code, ctype, bytes(body), truncated)
+            except httpx.TimeoutException:
+                raise FetchError(f"{url} did not answer within {TIMEOUT:g} s") from None
+            except httpx.HTTPError as exc:
+                raise FetchError(f"fetching {url} failed: {exc or type(exc).__name__}") from None
+    raise FetchError(f"more than {MAX_REDIRECTS} redirects, starting from the URL given")

@@ -1,0 +1,113 @@
+"""FetchURL and SearchWeb, the agent's tools for the web. Both run on the host, never in the sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.output import cap_text
+from kimi_cli.web.addresses import host_matches
+
+DEFAULT_CHARS = 40_000
+
+
+class WebApprover(Protocol):
+    async def review_web(self, host: str, url: str) -> str | None: ...
+
+
+class FetchURLParams(BaseModel):
+    url: str = Field(description="An http or https URL.")
+    max_chars: int | None = Field(None, ge=1000, le=200_000, description="Characters to return (default 40,000).")
+
+
+class FetchURL(Tool[FetchURLParams]):
+    name = "FetchURL"
+    description = (
+        "Fetch a web page or file over http(s) and return it as text: HTML as markdown (main content), JSON "
+        "and text as they are. Private and local addresses are refused. Long pages keep head and tail; the "
+        "whole text is saved to a file named in the result."
+    )
+    Params = FetchURLParams
+    read_only = True
+
+    def __init__(
+        self,
+        approver: WebApprover,
+        allowed_hosts: list[str],
+        allowed_private_hosts: list[str],
+        save_dir: Path | None = None,
+    ) -> None:
+        self.approver = approver
+        self.allowed_hosts = allowed_hosts
+        self.allowed_private_hosts = allowed_private_hosts
+        self.save_dir = save_dir
+        self.count = 0
+
+    async def run(self, params: FetchURLParams, ctx: ToolContext) -> ToolResult:
+        from kimi_cli.web.fetch import FetchError, fetch_url
+        from kimi_cli.web.render import render_body
+
+        url = params.url.strip()
+        host = (urlsplit(url).hostname or "").lower()
+        if not host or urlsplit(url).scheme not in ("http", "https"):
+            raise ToolError(f"only http and https URLs can be fetched, not {url!r}")
+        typed = {u for u in ctx.services.get("prompt_urls", set())}
+        if url not in typed and not host_matches(host, self.allowed_hosts):
+            refusal = await self.approver.review_web(host, url)
+            if refusal:
+                raise ToolError(f"{url} was not fetched: {refusal}")
+        try:
+            fetched = await fetch_url(url, self.allowed_private_hosts)
+        except FetchError as exc:
+            raise ToolError(str(exc)) from None
+        text = render_body(fetched.content_type, fetched.body)
+        kind = fetched.content_type.split(";", 1)[0] or "unknown type"
+        cut = " (stopped reading at 5 MB)" if fetched.truncated else ""
+        head = f"{fetched.url}: HTTP {fetched.status}, {kind}, {len(fetched.body):,} bytes{cut}"
+        limit = params.max_chars or DEFAULT_CHARS
+        saved = ""
+        if len(text) > limit and self.save_dir is not None:
+            self.count += 1
+            path = self.save_dir / f"fetch-{self.count}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            saved = f"\n[the whole text, {len(text):,} characters, is in {path}]"
+        return ToolResult(
+            f"{head}\n\n{cap_text(text, limit)}{saved}",
+            is_error=fetched.status >= 400,
+            display={"kind": "fetch", "url": fetched.url, "status": fetched.status, "type": kind,
+                     "size": len(fetched.body)},
+        )  # fmt: skip
+
+
+class SearchArgs(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class SearchWeb(Tool[SearchArgs]):
+    """Moonshot's built-in `$web_search`: declared as a builtin function; the search runs server-side.
+    When the model calls it, the arguments go back unchanged as the result, as Moonshot documents."""
+
+    name = "$web_search"
+    description = "Search the web (Moonshot's built-in search, run by the API)."
+    Params = SearchArgs
+    read_only = True
+    echo_arguments = True
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "builtin_function", "function": {"name": self.name}}
+
+    async def run(self, params: SearchArgs, ctx: ToolContext) -> ToolResult:
+        raise ToolError("$web_search is answered by the registry with its own arguments")
+
+    @staticmethod
+    def tokens(raw_arguments: str) -> int:
+        try:
+            return int(json.loads(raw_arguments).get("usage", {}).get("total_tokens", 0))
+        except (ValueError, AttributeError, TypeError):
+            return 0

@@ -1,0 +1,146 @@
+"""FetchURL against loopback servers (HTML, JSON, a redirect to the metadata address, 10 MB), and the
+$web_search round trip as Moonshot documents it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import run_kimi, tool_call
+from scripted_server import ScriptedModelServer
+
+PAGE = b"""<!doctype html><html><head><title>Widget docs</title></head><body>
+<nav>Home | Pricing | Login</nav><main><h1>Install</h1><p>Run the installer, then:</p>
+<pre><code>widget --init</code></pre><table><tr><th>flag</th><th>meaning</th></tr><tr><td>-v</td><td>verbose</td></tr>
+</table></main><footer>cookie banner</footer></body></html>"""
+
+
+class Site(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/page.html":
+            self._send(200, "text/html; charset=utf-8", PAGE)
+        elif self.path == "/data.json":
+            self._send(200, "application/json", json.dumps({"version": 3, "ok": True}).encode())
+        elif self.path == "/to-metadata":
+            self.send_response(302)
+            self.send_header("location", "http://169.254.169.254/latest/meta-data/")
+            self.send_header("content-length", "0")
+            self.end_headers()
+        elif self.path == "/big.txt":
+            self._send(200, "text/plain", b"0123456789abcdef\n" * (10 * 1024 * 1024 // 17))
+        else:
+            self._send(404, "text/plain", b"no")
+
+    def _send(self, status: int, ctype: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the client stopped reading (the 5 MB cap)
+            self.wfile.write(body)
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def web_config(repo: Path, allowed_hosts: list[str] | None = None) -> None:
+    (repo / ".kimi").mkdir(exist_ok=True)
+    hosts = ", ".join(f'"{h}"' for h in allowed_hosts or [])
+    (repo / ".kimi" / "config.toml").write_text(
+        f'[web]\nallowed_private_hosts = ["127.0.0.1"]\nallowed_hosts = [{hosts}]\n'
+    )
+
+
+def fetch_results(server: ScriptedModelServer, request: int) -> list[str]:
+    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
+
+
+def test_a_page_from_the_prompt_arrives_as_markdown_without_its_navigation(
+    repo: Path, env: dict, server: ScriptedModelServer, site: str
+) -> None:
+    web_config(repo)
+    url = f"{site}/page.html"
+    server.add({"tool_calls": [tool_call("FetchURL", {"url": url}, "f")]}, {"text": "read"})
+    proc = run_kimi(["-p", f"build what {url} describes"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    (page,) = fetch_results(server, 1)
+    assert "HTTP 200, text/html" in page and "# Install" in page and "widget --init" in page and "```" in page
+    assert "| flag | meaning |" in page
+    assert "Pricing" not in page and "cookie banner" not in page
+
+
+def test_redirect_to_the_metadata_address_is_refused_and_big_pages_are_capped(
+    repo: Path, env: dict, server: ScriptedModelServer, site: str
+) -> None:
+    web_config(repo, ["127.0.0.1"])
+    server.add(
+        {"tool_calls": [tool_call("FetchURL", {"url": f"{site}/to-metadata"}, "r"),
+                        tool_call("FetchURL", {"url": f"{site}/big.txt"}, "b"),
+                        tool_call("FetchURL", {"url": f"{site}/data.json"}, "j")]},
+        {"text": "ok"},
+    )  # fmt: skip
+    proc = run_kimi(["-p", "fetch"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    redirect, big, data = fetch_results(server, 1)
+    assert "refused: 169.254.169.254" in redirect
+    assert "stopped reading at 5 MB" in big and len(big) < 45_000 and "characters cut" in big
+    assert "is in " in big and "fetch-1.md" in big
+    assert '"version": 3' in data
+
+
+def test_a_host_nobody_named_is_refused_headless_with_the_rule_to_add(
+    repo: Path, env: dict, server: ScriptedModelServer, site: str
+) -> None:
+    web_config(repo)
+    server.add({"tool_calls": [tool_call("FetchURL", {"url": f"{site}/data.json"}, "j")]}, {"text": "ok"})
+    proc = run_kimi(["-p", "look something up"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = fetch_results(server, 1)
+    assert "was not fetched" in result and 'allowed_hosts = ["127.0.0.1"]' in result
+
+
+def test_private_addresses_are_refused_unless_allowed(
+    repo: Path, env: dict, server: ScriptedModelServer, site: str
+) -> None:
+    server.add({"tool_calls": [tool_call("FetchURL", {"url": f"{site}/data.json"}, "j")]}, {"text": "ok"})
+    proc = run_kimi(["-p", f"read {site}/data.json", "--yolo"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: 127.0.0.1 resolves to 127.0.0.1" in fetch_results(server, 1)[0]
+
+
+def test_web_search_round_trip_sends_the_arguments_back_unchanged(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    arguments = '{"search_result":{"search_id":"s-42"},"usage":{"total_tokens":1234}}'
+    server.add({"tool_calls": [tool_call("$web_search", arguments, "$web_search:0")]}, {"text": "found it"})
+    env = {**env, "KIMI_PROVIDER": "moonshot", "KIMI_BASE_URL": server.base_url}
+    proc = run_kimi(["-p", "what is new in python 3.14?"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert {"type": "builtin_function", "function": {"name": "$web_search"}} in server.requests[0]["tools"]
+    assistant, tool = server.requests[1]["messages"][-2:]
+    assert assistant["tool_calls"][0]["function"] == {"name": "$web_search", "arguments": arguments}
+    assert tool == {"role": "tool", "tool_call_id": "$web_search:0", "content": arguments}
+
+
+def test_web_tools_can_be_turned_off(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    (repo / ".kimi").mkdir(exist_ok=True)
+    (repo / ".kimi" / "config.toml").write_text("[web]\nenabled = false\n")
+    server.add({"text": "ok"})
+    assert run_kimi(["-p", "x"], repo, env, server).returncode == 0
+    names = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert "FetchURL" not in names and "$web_search" not in names

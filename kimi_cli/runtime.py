@@ -137,8 +137,9 @@ class Runtime:
         )
         if self.tasks is None:
             self.tasks = TaskManager(self.sandbox, str(self.workdir), self.config.shell.max_background_tasks)  # type: ignore[arg-type]
-        shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, self.tasks)
-        builtin: list[Any] = [shell, Git(identity), TaskOutput(self.tasks), TaskStop(self.tasks)]
+        tasks = self.tasks
+        shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, tasks)
+        builtin: list[Any] = [shell, Git(identity), TaskOutput(tasks), TaskStop(tasks)]
         notices: list[str] = []
         web = self.config.web
         if web.enabled:
@@ -154,6 +155,17 @@ class Runtime:
             taken = set(default_tools(builtin).names)
             extra_tools, notices = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
             builtin += extra_tools
+        session_tools = list(builtin)
+        runner = None
+        if self.config.subagents:
+            from kimi_cli.subagent_runner import SubagentRunner
+            from kimi_cli.tools.subagent import AgentTool
+
+            def fresh_tools() -> list[Any]:
+                return list(default_tools(session_tools, grep_timeout=self.config.grep_timeout).tools)
+
+            runner = SubagentRunner(self, fresh_tools, emit)
+            builtin.append(AgentTool(runner.spawn, sorted(runner.kinds)))
         registry = default_tools(builtin, grep_timeout=self.config.grep_timeout)
         agent = Agent(
             provider=provider,
@@ -171,6 +183,8 @@ class Runtime:
             context=self.context,
             notes=self.tasks.finished_notes,
         )
+        if runner is not None:
+            runner.parent = agent
         for notice in notices:
             agent.emit(Notice(notice))
         return agent, provider

@@ -15,6 +15,8 @@ Entry keys:
   empty                     answer 200 with an event stream that holds no chunk at all
   no_usage                  never send usage, whatever stream_options asks
   repeat_name               repeat the function name in every tool-call chunk (as some servers do)
+  match                     only for a request whose first user message contains this text (concurrent
+                            subagents: each one's answers find it whatever the order of requests)
 Run as a program for benchmarks: python tests/scripted_server.py SCRIPT.json --port-file F
 """
 
@@ -86,8 +88,11 @@ class ScriptedModelServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
-            if self.script:
-                return self.script.pop(0)
+            first_user = next((m for m in body.get("messages", []) if m.get("role") == "user"), {})
+            text = json.dumps(first_user.get("content", ""))
+            for index, entry in enumerate(self.script):
+                if "match" not in entry or entry["match"] in text:
+                    return self.script.pop(index)
             return dict(self.default) if self.default is not None else None
 
     def __enter__(self) -> ScriptedModelServer:

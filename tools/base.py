@@ -48,6 +48,7 @@ class Tool(ABC, Generic[P]):
     Params: ClassVar[type[BaseModel]]
     changes_files: ClassVar[bool] = False
     read_only: ClassVar[bool] = False  # reads only: may run concurrently with other reads
+    concurrent_group: ClassVar[str | None] = None  # calls of one group, in a row, run together (subagents)
 
     def is_read_only(self, params: P) -> bool:
         """Whether this call only reads; tools whose answer depends on the arguments override it."""

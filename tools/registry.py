@@ -44,12 +44,23 @@ class ToolRegistry:
         tool, params = found
         return tool.is_read_only(params)
 
+    def batch_key(self, name: str, raw_arguments: str) -> str | None:
+        """Calls with the same key, one after another, may run together: reads, or subagents."""
+        found = self._params(name, raw_arguments)
+        if found is not None and found[0].concurrent_group:
+            return found[0].concurrent_group
+        return "read" if self.is_read_only(name, raw_arguments) else None
+
     def changes_files(self, name: str, raw_arguments: str = "") -> bool:
         found = self._params(name, raw_arguments)
         if found is None:
             return False
         tool, params = found
         return tool.changes_files and not tool.is_read_only(params)
+
+    @property
+    def tools(self) -> list[Tool[Any]]:
+        return list(self._tools.values())
 
     @property
     def names(self) -> list[str]:

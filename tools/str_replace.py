@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field, model_validator
 
 from kimi_cli.tools.atomic import atomic_write
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.file_lock import file_lock
 from kimi_cli.tools.files import looks_binary
 from kimi_cli.tools.write_file import unified_diff
 
@@ -41,6 +44,10 @@ class StrReplaceFile(Tool[StrReplaceParams]):
 
     async def run(self, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.path)
+        async with file_lock(ctx, str(path)):
+            return self._edit(path, params, ctx)
+
+    def _edit(self, path: Path, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
         if not path.is_file():
             raise ToolError(f"{params.path} does not exist or is not a file")
         size = path.stat().st_size

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from kimi_cli.tools.atomic import atomic_write
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.file_lock import file_lock
 
 DIFF_MAX_BYTES = 2 * 1024 * 1024  # an existing file larger than this is not read back for the diff
 
@@ -35,6 +36,10 @@ class WriteFile(Tool[WriteFileParams]):
 
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.path)
+        async with file_lock(ctx, str(path)):
+            return self._edit(path, params, ctx)
+
+    def _edit(self, path: Path, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         if path.is_dir():
             raise ToolError(f"{params.path} is a directory")
         rel = ctx.workspace.relative(path)

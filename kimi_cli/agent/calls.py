@@ -18,7 +18,7 @@ from kimi_cli.llm.types import ToolCallRequest
 from kimi_cli.tools.base import ToolContext, ToolResult
 from kimi_cli.tools.registry import ToolRegistry
 
-MAX_PARALLEL_READS = 8
+MAX_PARALLEL = {"read": 8, "agent": 4}
 
 
 @dataclass
@@ -46,16 +46,17 @@ def plan_sharing(calls: list[ToolCallRequest], registry: ToolRegistry) -> list[i
 
 
 def plan_batches(calls: list[ToolCallRequest], registry: ToolRegistry) -> list[list[int]]:
-    """Indexes of the calls, grouped: a run of reads is one batch, every other call a batch of its own."""
+    """Indexes of the calls, grouped: a run of reads (or of subagents) is one batch, every other call a batch
+    of its own."""
     batches: list[list[int]] = []
-    reading = False
+    last: str | None = None
     for index, call in enumerate(calls):
-        read = registry.is_read_only(call.name, call.arguments)
-        if read and reading:
+        key = registry.batch_key(call.name, call.arguments)
+        if key is not None and key == last:
             batches[-1].append(index)
         else:
             batches.append([index])
-        reading = read
+        last = key
     return batches
 
 
@@ -75,12 +76,13 @@ class CallRunner:
         self.guard = guard
         self.emit = emit
         self.on_result = on_result
-        self._reads = asyncio.Semaphore(MAX_PARALLEL_READS)
+        self._limits = {key: asyncio.Semaphore(n) for key, n in MAX_PARALLEL.items()}
 
     async def _one(self, call: ToolCallRequest, concurrent: bool) -> CallOutcome:
         began = time.perf_counter()
         if concurrent:
-            async with self._reads:
+            key = self.registry.batch_key(call.name, call.arguments) or "read"
+            async with self._limits.get(key, self._limits["read"]):
                 result = await self.registry.call(call.name, call.arguments, self.ctx)
         else:
             result = await self.registry.call(call.name, call.arguments, self.ctx)

@@ -1,0 +1,55 @@
+"""Agent: hand a self-contained piece of work to a subagent with a fresh context; get its report back.
+
+The tool never imports the agent loop: the session gives it a `spawn(task, kind, files)` callable through
+the tool context. Several Agent calls in one answer run concurrently (up to 4); subagents share the
+workspace, sandbox and approvals, and cannot start subagents of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+Spawn = Callable[[str, str, list[str]], Awaitable[tuple[str, dict[str, Any]]]]
+MAX_CONCURRENT = 4
+
+
+class AgentParams(BaseModel):
+    task: str = Field(description="The whole job, self-contained: the subagent sees nothing of this conversation.")
+    kind: str = Field(
+        "explore",
+        description="explore: read-only tools, for studies and questions; coder: every tool, for edits; or "
+        "the name of a custom agent from .kimi/agents/.",
+    )
+    files: list[str] | None = Field(None, description="Files the subagent should start from.")
+
+
+class AgentTool(Tool[AgentParams]):
+    name = "Agent"
+    description = (
+        "Run a subagent on a self-contained task with a fresh context (its own packed view of the repository) "
+        "and get back its final report, not its steps. Use it to study a subsystem without filling this "
+        "context, or to split a repo-wide change into independent parts (several Agent calls in one answer run "
+        "at once). kind: explore (read-only) or coder (may edit and run commands)."
+    )
+    Params = AgentParams
+    changes_files = True
+    concurrent_group = "agent"  # consecutive Agent calls run together, MAX_CONCURRENT at a time
+
+    def __init__(self, spawn: Spawn, kinds: list[str]) -> None:
+        self.spawn = spawn
+        self.kinds = kinds
+
+    def is_read_only(self, params: AgentParams) -> bool:
+        return params.kind == "explore"
+
+    async def run(self, params: AgentParams, ctx: ToolContext) -> ToolResult:
+        if params.kind not in self.kinds:
+            raise ToolError(f"unknown subagent kind {params.kind!r}; known: {', '.join(self.kinds)}")
+        report, usage = await self.spawn(params.task, params.kind, list(params.files or []))
+        tokens = usage.get("total_tokens", 0)
+        return ToolResult(report, display={"kind": "subagent", "agent": params.kind, "tokens": tokens})

@@ -17,6 +17,7 @@ import pack  # noqa: E402
 import shell_overhead  # noqa: E402
 import startup  # noqa: E402
 import step_gap  # noqa: E402
+import subagents  # noqa: E402
 import step_overhead  # noqa: E402
 import ui  # noqa: E402
 
@@ -36,6 +37,11 @@ SECTIONS = [
         "2 MB, <= 20 ms at 8 MB; start-up to first request <= 0.35 s)",
         "bash bench/setup_peers.sh && python3 bench/step_gap.py 3",
         lambda q: step_gap.main(1 if q else 3),
+    ),
+    (
+        "Four subagents at once (issue 16; target: 4 subagents <= 1.5x the time of 1)",
+        "python3 bench/subagents.py 3",
+        lambda q: subagents.main(1 if q else 3),
     ),
     (
         "Shell tool overhead per call (issue 3; targets: bwrap <= +15 ms, docker warm <= +60 ms)",

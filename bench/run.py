@@ -17,8 +17,8 @@ import pack  # noqa: E402
 import shell_overhead  # noqa: E402
 import startup  # noqa: E402
 import step_gap  # noqa: E402
-import subagents  # noqa: E402
 import step_overhead  # noqa: E402
+import subagents  # noqa: E402
 import ui  # noqa: E402
 
 SECTIONS = [

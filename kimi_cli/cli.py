@@ -246,6 +246,33 @@ def ci_repair_command(
     raise typer.Exit(run_ci_repair(root, test, max_attempts, branch, report, output_format, test_timeout, flags))
 
 
+@app.command("acp")
+def acp_command(
+    model: Annotated[str | None, typer.Option("--model", metavar="NAME")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
+    ] = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed and other ACP clients).
+
+    Only protocol messages go to stdout; logs go to ~/.kimi/logs/.
+    """
+    import asyncio
+
+    from kimi_cli.acp_server.agent import serve
+    from kimi_cli.logs import setup_logging
+
+    setup_logging(True, to_stderr=False)
+    flags: dict[str, object] = {
+        k: v for k, v in (("model", model), ("provider", provider), ("base_url", base_url)) if v
+    }
+    if sandbox:
+        flags["sandbox"] = {"mode": sandbox}
+    raise typer.Exit(asyncio.run(serve(flags)))
+
+
 def _add_subapps() -> None:
     from kimi_cli.commands.mcp import mcp_app
     from kimi_cli.engine.cli import engine_app

@@ -1,0 +1,308 @@
+"""KimiAcpAgent: sessions, prompts, cancel, modes and load over ACP, on the same runtime as the terminal.
+
+Like the terminal UI it only renders events and answers approvals: agent events become `session/update`
+notifications (sent in order by one sender task per session), and approvals become permission requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kimi_cli import __version__
+from kimi_cli.acp_server.approver import MODES, make_approver, set_mode
+from kimi_cli.acp_server.updates import EditTexts, to_updates
+from kimi_cli.agent.events import Event
+from kimi_cli.errors import ExitCode, KimiError
+from kimi_cli.logs import get_logger
+
+log = get_logger("acp")
+STOP_REASONS = {"done": "end_turn", "max_steps": "max_turn_requests", "token_budget": "max_tokens",
+                "loop_detected": "refusal", "cancelled": "cancelled"}  # fmt: skip
+
+
+class AcpSession:
+    def __init__(self, runtime: Any, agent: Any, approver: Any, conn: Any) -> None:
+        self.runtime = runtime
+        self.agent = agent
+        self.approver = approver
+        self.conn = conn
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.sender = asyncio.ensure_future(self._send())
+        self.turn: asyncio.Task[Any] | None = None
+        self.edits = EditTexts(str(runtime.workdir))
+
+    @property
+    def id(self) -> str:
+        return str(self.runtime.session.id)
+
+    def emit(self, event: Event) -> None:
+        for update in to_updates(event, str(self.runtime.workdir), self.edits):
+            self.queue.put_nowait(update)
+
+    async def _send(self) -> None:
+        while True:
+            update = await self.queue.get()
+            try:
+                await self.conn.session_update(session_id=self.id, update=update)
+            except Exception as exc:  # a client that went away must not kill the turn
+                log.debug("session_update failed: %s", exc)
+            finally:
+                self.queue.task_done()
+
+    async def flush(self) -> None:
+        await self.queue.join()
+
+
+class KimiAcpAgent:
+    def __init__(self, flags: dict[str, Any] | None = None) -> None:
+        self.flags = dict(flags or {})
+        self.conn: Any = None
+        self.sessions: dict[str, AcpSession] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+                         **kwargs: Any) -> Any:  # fmt: skip
+        from acp import PROTOCOL_VERSION
+        from acp.schema import (
+            AgentCapabilities,
+            Implementation,
+            InitializeResponse,
+            McpCapabilities,
+            PromptCapabilities,
+        )
+
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
+            ),
+            agent_info=Implementation(name="kimi", title="Kimi", version=__version__),
+        )
+
+    async def _open(self, cwd: str, mcp_servers: Any, resume_id: str | None) -> AcpSession:
+        from kimi_cli.runtime import Runtime, SessionChoice
+
+        flags = dict(self.flags)
+        config_file = _mcp_file(mcp_servers)
+        if config_file:
+            flags["mcp_config"] = [config_file]
+        choice = SessionChoice("editor", resume_id=resume_id)
+        runtime = await asyncio.to_thread(Runtime.build, Path(cwd).resolve(), flags, choice)
+        holder: dict[str, AcpSession] = {}
+        approver = make_approver(self.conn, runtime.session.id, runtime.config.approval.policy,
+                                 runtime.config.approval.allow, runtime.config.approval.deny)  # fmt: skip
+        agent, _provider = await asyncio.to_thread(
+            runtime.make_agent, lambda e: holder["s"].emit(e) if "s" in holder else None, approver
+        )
+        session = AcpSession(runtime, agent, approver, self.conn)
+        holder["s"] = session
+        self.sessions[session.id] = session
+        return session
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> Any:
+        from acp.schema import NewSessionResponse
+
+        try:
+            session = await self._open(cwd, mcp_servers, None)
+        except KimiError as exc:
+            raise _request_error(exc) from None
+        return NewSessionResponse(session_id=session.id, modes=_modes("auto"))
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any) -> Any:
+        import acp
+        from acp.schema import LoadSessionResponse
+
+        try:
+            session = await self._open(cwd, mcp_servers, session_id)
+        except KimiError as exc:
+            raise _request_error(exc) from None
+        for message in session.agent.messages:
+            for update in _replay(message):
+                session.queue.put_nowait(update)
+        await session.flush()
+        del acp
+        return LoadSessionResponse(modes=_modes("auto"))
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> Any:
+        from acp.schema import SetSessionModeResponse
+
+        session = self._session(session_id)
+        if mode_id not in MODES:
+            raise _invalid(f"unknown mode {mode_id!r}; modes: {', '.join(MODES)}")
+        set_mode(session.approver, mode_id)
+        return SetSessionModeResponse()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
+        from acp.schema import PromptResponse, Usage
+
+        session = self._session(session_id)
+        message = _user_message(prompt)
+        session.turn = asyncio.ensure_future(session.agent.run(message))
+        try:
+            outcome = await session.turn
+            reason = STOP_REASONS.get(outcome.reason, "end_turn")
+        except asyncio.CancelledError:
+            reason = "cancelled"
+        except KimiError as exc:
+            await session.flush()
+            raise _request_error(exc) from None
+        finally:
+            session.turn = None
+            session.agent.steps = 0
+        await session.flush()
+        usage = session.agent.usage
+        return PromptResponse(stop_reason=reason, usage=Usage(  # type: ignore[arg-type]
+            total_tokens=usage.total_tokens, input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens,
+            cached_read_tokens=usage.cached_tokens))  # fmt: skip
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None and session.turn is not None:
+            session.turn.cancel()
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise _invalid(f"no session {session_id!r} (create one with session/new)")
+        return session
+
+    async def close(self) -> None:
+        for session in self.sessions.values():
+            if session.turn is not None:
+                session.turn.cancel()
+            with contextlib.suppress(Exception):
+                await session.runtime.aclose()
+            session.runtime.session.close()
+            session.sender.cancel()
+
+
+def _modes(current: str) -> Any:
+    from acp.schema import SessionMode, SessionModeState
+
+    modes = [
+        SessionMode(id="ask", name="Ask", description="Ask before every command"),
+        SessionMode(id="auto", name="Auto", description="Sandboxed commands run; the rest asks"),
+        SessionMode(id="yolo", name="Yolo", description="Approve everything (the sandbox still applies)"),
+    ]
+    return SessionModeState(current_mode_id=current, available_modes=modes)
+
+
+def _user_message(blocks: list[Any]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append({"type": "text", "text": block.text})
+        elif kind == "image":
+            url = f"data:{block.mime_type};base64,{block.data}" if block.data else block.uri
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            if text is None and getattr(resource, "blob", None):
+                text = f"[binary resource, {len(base64.b64decode(resource.blob))} bytes]"
+            parts.append({"type": "text", "text": f'<resource uri="{resource.uri}">\n{text}\n</resource>'})
+        elif kind == "resource_link":
+            parts.append({"type": "text", "text": f"[resource: {block.name} {block.uri}]"})
+    if all(p["type"] == "text" for p in parts):
+        return {"role": "user", "content": "\n\n".join(p["text"] for p in parts)}
+    return {"role": "user", "content": parts}
+
+
+def _replay(message: dict[str, Any]) -> list[Any]:
+    """A logged message as the updates a client would have seen (session/load)."""
+    import acp
+
+    role, content = message.get("role"), message.get("content")
+    text = content if isinstance(content, str) else " ".join(
+        p.get("text", "") for p in content or [] if isinstance(p, dict))  # fmt: skip
+    if role == "user" and text:
+        return [acp.update_user_message_text(text)]
+    out: list[Any] = []
+    if role == "assistant":
+        if text:
+            out.append(acp.update_agent_message_text(text))
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function", {})
+            out.append(acp.start_tool_call(call["id"], fn.get("name", "tool"), status="completed"))
+    return out
+
+
+def _mcp_file(servers: Any) -> str | None:
+    """ACP's mcpServers as our mcpServers JSON, in a temporary file the session's config reads."""
+    if not servers:
+        return None
+    converted: dict[str, Any] = {}
+    for server in servers:
+        data = server.model_dump() if hasattr(server, "model_dump") else dict(server)
+        name = data.get("name") or f"server{len(converted)}"
+        if data.get("command"):
+            env = {e["name"]: e["value"] for e in data.get("env") or []}
+            converted[name] = {"command": data["command"], "args": data.get("args") or [], "env": env}
+        elif data.get("url"):
+            headers = {h["name"]: h["value"] for h in data.get("headers") or []}
+            converted[name] = {"url": data["url"], "headers": headers, "type": data.get("type") or "http"}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="kimi-acp-mcp-", delete=False) as handle:
+        json.dump({"mcpServers": converted}, handle)
+    return handle.name
+
+
+def _invalid(message: str) -> Exception:
+    from acp import RequestError
+
+    return RequestError.invalid_params({"message": message})
+
+
+def _request_error(exc: KimiError) -> Exception:
+    from acp import RequestError
+
+    if exc.exit_code == ExitCode.USAGE:
+        return RequestError.invalid_params({"message": str(exc)})
+    return RequestError.internal_error({"message": str(exc)})
+
+
+PARSE_ERROR = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'
+
+
+async def checked_stdin(raw: asyncio.StreamReader, writer: asyncio.StreamWriter) -> asyncio.StreamReader:
+    """stdin with malformed lines answered -32700 (as JSON-RPC asks) instead of being passed on."""
+    checked = asyncio.StreamReader(limit=2**26)
+
+    async def pump() -> None:
+        while line := await raw.readline():
+            if line.strip():
+                try:
+                    json.loads(line)
+                except ValueError:
+                    writer.write(PARSE_ERROR)
+                    await writer.drain()
+                    continue
+            checked.feed_data(line)
+        checked.feed_eof()
+
+    checked.pump = asyncio.ensure_future(pump())  # type: ignore[attr-defined]
+    return checked
+
+
+async def serve(flags: dict[str, Any]) -> int:
+    from acp import run_agent
+    from acp.stdio import stdio_streams
+
+    agent = KimiAcpAgent(flags)
+    raw, writer = await stdio_streams(limit=2**26)
+    reader = await checked_stdin(raw, writer)
+    try:
+        await run_agent(agent, writer, reader)  # type: ignore[arg-type]  # implements the methods kimi offers
+    finally:
+        await agent.close()
+    return 0

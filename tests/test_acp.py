@@ -1,0 +1,177 @@
+"""`kimi acp` driven by a real ACP client (the `acp` package's client side) against the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import acp
+import pytest
+from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+from conftest import TEST_KEY, kimi_executable, tool_call
+from scripted_server import ScriptedModelServer
+
+
+class RecordingClient:
+    """Collects every session/update and answers permission requests as told."""
+
+    def __init__(self, answer: str = "allow_once") -> None:
+        self.updates: list[Any] = []
+        self.permissions: list[Any] = []
+        self.answer = answer
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
+        self.permissions.append(tool_call)
+        outcome = DeniedOutcome(outcome="cancelled") if self.answer == "cancel" else AllowedOutcome(
+            option_id=self.answer, outcome="selected")  # fmt: skip
+        return RequestPermissionResponse(outcome=outcome)
+
+    def kinds(self) -> list[str]:
+        return [getattr(u, "session_update", "") for u in self.updates]
+
+
+def agent_env(env: dict, server: ScriptedModelServer) -> dict:
+    return {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
+
+
+async def with_agent(repo: Path, env: dict, server: ScriptedModelServer, client: RecordingClient, flow: Any) -> Any:
+    exe = kimi_executable()
+    async with acp.spawn_agent_process(lambda _agent: client, exe[0], *exe[1:], "acp", env=agent_env(env, server),
+                                       cwd=str(repo)) as (conn, proc):  # fmt: skip
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        return await flow(conn, proc)
+
+
+def run(repo: Path, env: dict, server: ScriptedModelServer, client: RecordingClient, flow: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(with_agent(repo, env, server, client, flow), 120))
+
+
+def test_a_prompt_streams_chunks_and_an_edit_arrives_as_a_diff(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    edit = {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}
+    server.add(
+        {"reasoning": "the sign is wrong", "tool_calls": [tool_call("StrReplaceFile", edit, "e1")]},
+        {"text": "Fixed the sign in calc.py."},
+    )
+    client = RecordingClient()
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix add")])
+
+    response = run(repo, env, server, client, flow)
+    assert response.stop_reason == "end_turn"
+    kinds = client.kinds()
+    assert "agent_thought_chunk" in kinds and "agent_message_chunk" in kinds and "tool_call" in kinds
+    text = "".join(u.content.text for u in client.updates if u.session_update == "agent_message_chunk")
+    assert text == "Fixed the sign in calc.py."
+    start = next(u for u in client.updates if u.session_update == "tool_call")
+    assert start.kind == "edit" and start.locations[0].path == str(repo / "calc.py")
+    done = next(u for u in client.updates if u.session_update == "tool_call_update")
+    diff = done.content[0]
+    assert done.status == "completed" and diff.type == "diff"
+    assert "a - b" in diff.old_text and "a + b" in diff.new_text
+    assert (repo / "calc.py").read_text().endswith("a + b\n")
+
+
+@pytest.mark.parametrize("answer", ["allow_once", "reject"])
+def test_a_permission_request_answered_both_ways(
+    answer: str, repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    server.add({"tool_calls": [tool_call("Shell", {"command": "touch made.txt"}, "s1")]}, {"text": "ok"})
+    client = RecordingClient(answer)
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="ask")
+        return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("make a file")])
+
+    assert run(repo, env, server, client, flow).stop_reason == "end_turn"
+    assert len(client.permissions) == 1 and "touch made.txt" in client.permissions[0].title
+    assert (repo / "made.txt").exists() == (answer == "allow_once")
+    if answer == "reject":
+        tool = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
+        assert "rejected in the editor" in tool
+
+
+def test_cancel_in_the_middle_of_a_slow_command_leaves_no_process(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    server.add({"tool_calls": [tool_call("Shell", {"command": "sleep 97.5", "timeout": 120}, "slow")]})
+    client = RecordingClient()
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("wait")]))
+        while "tool_call" not in client.kinds():
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        await conn.cancel(session_id=session.session_id)
+        return await turn
+
+    assert run(repo, env, server, client, flow).stop_reason == "cancelled"
+    time.sleep(0.3)
+    leftovers = subprocess.run(["pgrep", "-f", "sleep 97.5"], capture_output=True, text=True).stdout.split()
+    assert leftovers == []
+
+
+def test_load_replays_a_finished_session_and_images_are_accepted(
+    repo: Path, env: dict, server: ScriptedModelServer, png_bytes: bytes
+) -> None:
+    server.add({"text": "first answer"}, {"text": "I see a red square"})
+    client = RecordingClient()
+
+    async def first(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hello there")])
+        image = acp.image_block(base64.b64encode(png_bytes).decode(), "image/png")
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("what is this?"), image])
+        return session.session_id
+
+    session_id = run(repo, env, server, client, first)
+    parts = server.requests[1]["messages"][-1]["content"]
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    replay = RecordingClient()
+
+    async def load(conn: Any, proc: Any) -> Any:
+        await conn.load_session(cwd=str(repo), session_id=session_id, mcp_servers=[])
+
+    run(repo, env, server, replay, load)
+    texts = [
+        u.content.text for u in replay.updates if u.session_update in ("user_message_chunk", "agent_message_chunk")
+    ]
+    assert texts[:2] == ["hello there", "first answer"]
+
+
+def test_bad_input_gets_json_rpc_errors_and_stdin_closing_ends_the_process(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    proc = subprocess.Popen([*kimi_executable(), "acp"], cwd=repo, env=agent_env(env, server), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(raw: str) -> dict:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((raw + "\n").encode())
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    assert send("{not json")["error"]["code"] == -32700
+    assert send('{"jsonrpc":"2.0","id":1,"method":"no/such","params":{}}')["error"]["code"] == -32601
+    init = send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 1}}))
+    assert init["result"]["agentCapabilities"]["loadSession"] is True
+    unknown = send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                               "params": {"sessionId": "nope", "prompt": []}}))  # fmt: skip
+    assert unknown["error"]["code"] == -32602
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0

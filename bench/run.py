@@ -11,6 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import acp_latency  # noqa: E402
 import big_untracked  # noqa: E402
 import checkpoint  # noqa: E402
 import pack  # noqa: E402
@@ -42,6 +43,11 @@ SECTIONS = [
         "Four subagents at once (issue 16; target: 4 subagents <= 1.5x the time of 1)",
         "python3 bench/subagents.py 3",
         lambda q: subagents.main(1 if q else 3),
+    ),
+    (
+        "`kimi acp` against `kimi -p`: time to the first answer chunk (issue 15; target within 50 ms)",
+        "python3 bench/acp_latency.py 5",
+        lambda q: acp_latency.main(2 if q else 5),
     ),
     (
         "Shell tool overhead per call (issue 3; targets: bwrap <= +15 ms, docker warm <= +60 ms)",

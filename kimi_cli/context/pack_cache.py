@@ -45,6 +45,7 @@ class PackState:
     entries: list[dict[str, Any]] = field(default_factory=list)
     text: str = ""
     tokens_total: int = 0
+    collapse: bool = False  # a big repository: folders with nothing packed are one line in the listing
 
 
 def state_path(root: Path, task: str, budget: int, factor: float) -> Path:

@@ -28,6 +28,10 @@ FULL_HEADING = "## Files in full, most relevant first"
 OUTLINE_HEADING = "## Outlines (definitions and line numbers) of files not shown in full; use ReadFile for more"
 TREE_HEADING = "## Every file (F: in full, O: outline, L: listed only, S: skipped)"
 MAX_CHARS_PER_TOKEN = 8  # above this many chars per token of budget, a repository cannot fit
+MAX_OUTLINED = 3000  # files parsed with tree-sitter when not everything fits: the ones that can still win a place
+MAX_PARSE_CHARS = 400_000  # a bigger file (a generated header, a vendored bundle) is not parsed
+COLLAPSE_AT = 2000  # past this many files, folders with nothing packed are listed as one line each
+LISTING_SHARE = 0.10  # of the budget, at most, for the listing of a big repository
 
 
 @dataclass
@@ -113,7 +117,10 @@ class RepoPacker:
     def _cold(self, records: list[FileRecord], task: str, budget: int) -> PackState:
         texts = {r.path: r.text for r in records if r.text is not None}
         keys = keys_for(texts)
+        collapse = len(records) > COLLAPSE_AT
         tree_tokens = self.counter.count(render_tree(records, {}, placeholder=True))
+        if collapse:
+            tree_tokens = min(tree_tokens, int(budget * LISTING_SHARE))
         room = int(budget * (1 - SAFETY)) - tree_tokens - 64
         tokens: dict[str, int] = {}
         total_chars = sum(len(t) for t in texts.values())
@@ -123,8 +130,9 @@ class RepoPacker:
         fits = len(tokens) == len(texts) and sum(tokens[p] + overhead(p) for p in texts) <= room
         outlines: dict[str, Outline] | None = None
         if not fits:
-            self.progress("outlining", 0, len(texts))
-            outlines = self.analyzer.outlines(texts, keys)
+            candidates = self._outline_candidates(task, texts)
+            self.progress("outlining", 0, len(candidates))
+            outlines = self.analyzer.outlines({p: texts[p] for p in candidates}, keys)
         self.progress("ranking", 0, len(texts))
         demoted = self._demoted(task, texts)
         order, why = rank_files(self.root, task, texts, outlines, set(demoted))
@@ -136,8 +144,30 @@ class RepoPacker:
         state = PackState(
             {}, order, why, dict(modes), costs, tokens, keys, skipped, tree_tokens, room, repo_tokens, exact
         )
+        state.collapse = collapse
         self._render_state(state, {r.path: r.size for r in records}, texts, outlines or {})
         return state
+
+    @staticmethod
+    def _outline_candidates(task: str, texts: dict[str, str]) -> list[str]:
+        """Cheap first, precise where it pays: only files that can still win a place are parsed. With a
+        task, the best lexical hits and the files it names; without one, the project's own source, shallow
+        and small first. Huge files (generated headers) are never parsed."""
+        from kimi_cli.context.generated import generated_reason
+        from kimi_cli.context.rank import kind_weight, task_mentions
+        from kimi_cli.context.relevance import lexical_scores, query_terms
+
+        usable = [p for p, t in texts.items() if len(t) <= MAX_PARSE_CHARS and not generated_reason(p, t)]
+        if len(usable) <= MAX_OUTLINED:
+            return sorted(usable)
+        chosen: list[str] = []
+        if task.strip():
+            chosen += task_mentions(task, usable)[0]
+            scores = lexical_scores({p: texts[p] for p in usable}, query_terms(task))
+            chosen += sorted(scores, key=lambda p: (-scores[p], p))[: MAX_OUTLINED // 2]
+        rest = sorted(usable, key=lambda p: (-kind_weight(p, task), p.count("/"), len(texts[p]), p))
+        chosen += rest
+        return sorted(dict.fromkeys(chosen[:MAX_OUTLINED]))
 
     @staticmethod
     def _demoted(task: str, texts: dict[str, str]) -> dict[str, str]:
@@ -238,7 +268,10 @@ class RepoPacker:
         if outlined:
             parts.append(OUTLINE_HEADING)
             parts += [f'<outline path="{p}">\n{skeleton(outlines[p].defs)}\n</outline>' for p in outlined]
-        parts += [TREE_HEADING, render_tree(records, modes), "</repository>"]
+        tree = render_tree(records, modes, collapse=state.collapse)
+        if state.collapse:
+            state.tree_tokens = self.counter.count(tree)
+        parts += [TREE_HEADING, tree, "</repository>"]
         state.text = "\n".join(parts) + "\n"
         state.tokens_total = sum(state.costs[p] for p in modes) + state.tree_tokens + 64
         entries: list[dict[str, Any]] = []
@@ -284,8 +317,18 @@ def _repo_tokens(texts: dict[str, str], tokens: dict[str, int]) -> tuple[int, bo
     return total + (round(uncounted * total / counted_chars) if counted_chars else uncounted // 4), False
 
 
-def render_tree(records: list[FileRecord], modes: dict[str, Mode], placeholder: bool = False) -> str:
-    """Every file under its folder, with a one-letter mark; skipped files say why and how big."""
+def render_tree(
+    records: list[FileRecord], modes: dict[str, Mode], placeholder: bool = False, collapse: bool = False
+) -> str:
+    """Every file under its folder, with a one-letter mark; skipped files say why and how big. With
+    `collapse`, a folder that holds nothing packed is one line: its file count, main extensions and size
+    (the model can Glob it)."""
+    if collapse:
+        return _collapsed_tree(records, modes)
+    return _full_tree(records, modes, placeholder)
+
+
+def _full_tree(records: list[FileRecord], modes: dict[str, Mode], placeholder: bool = False) -> str:
     lines: list[str] = []
     shown_dirs: set[str] = set()
     for rec in sorted(records, key=lambda r: r.path):
@@ -302,3 +345,49 @@ def render_tree(records: list[FileRecord], modes: dict[str, Mode], placeholder: 
             mark = "F" if placeholder else {"full": "F", "outline": "O"}.get(modes.get(rec.path, "listed"), "L")
             lines.append(f"{indent}{parts[-1]} {mark}")
     return "\n".join(lines)
+
+
+def _collapsed_tree(records: list[FileRecord], modes: dict[str, Mode]) -> str:
+    packed_dirs: set[str] = {""}
+    totals: dict[str, list[FileRecord]] = {}
+    for rec in records:
+        parts = rec.path.split("/")
+        for depth in range(1, len(parts)):
+            totals.setdefault("/".join(parts[:depth]), []).append(rec)
+        if modes.get(rec.path) in ("full", "outline"):
+            for depth in range(1, len(parts)):
+                packed_dirs.add("/".join(parts[:depth]))
+    lines: list[str] = []
+    shown: set[str] = set()
+    for rec in sorted(records, key=lambda r: r.path):
+        parts = rec.path.split("/")
+        visible = True
+        for depth in range(len(parts) - 1):
+            folder = "/".join(parts[: depth + 1])
+            if folder not in shown:
+                shown.add(folder)
+                if folder in packed_dirs:
+                    lines.append(f"{'  ' * depth}{parts[depth]}/")
+                else:
+                    summary = _summary(totals.get(folder, []))
+                    lines.append(f"{'  ' * depth}{parts[depth]}/ ... {summary} (nothing packed; Glob to see)")
+            if folder not in packed_dirs:
+                visible = False
+                break
+        if visible:
+            indent = "  " * (len(parts) - 1)
+            if rec.text is None:
+                lines.append(f"{indent}{parts[-1]} S ({rec.reason}, {rec.size} B)")
+            else:
+                mark = {"full": "F", "outline": "O"}.get(modes.get(rec.path, "listed"), "L")
+                lines.append(f"{indent}{parts[-1]} {mark}")
+    return "\n".join(lines)
+
+
+def _summary(records: list[FileRecord]) -> str:
+    from collections import Counter
+
+    exts = Counter(r.path.rsplit(".", 1)[-1] if "." in r.path.rsplit("/", 1)[-1] else "(none)" for r in records)
+    main = ", ".join(f".{e} {n}" if e != "(none)" else f"{e} {n}" for e, n in exts.most_common(3))
+    size = sum(r.size for r in records)
+    return f"{len(records)} files ({main}), {size / 1e6:.1f} MB"

@@ -50,17 +50,16 @@ def lexical_scores(texts: dict[str, str], terms: dict[str, float]) -> dict[str, 
     """BM25 of each file for the weighted terms; files with no term score 0 and are left out."""
     if not terms or not texts:
         return {}
-    lowered = {p: t.lower() for p, t in texts.items()}
     lengths = {p: max(1, len(t) // 6) for p, t in texts.items()}  # ~6 characters a word
     avg = sum(lengths.values()) / len(lengths)
     n = len(texts)
     counts: dict[str, dict[str, int]] = {term: {} for term in terms}
-    for term in terms:
-        row = counts[term]
-        for path, text in lowered.items():
-            found = text.count(term)
+    for path, text in texts.items():  # one lowered copy at a time: memory stays flat on big trees
+        lowered = text.lower()
+        for term in terms:
+            found = lowered.count(term)
             if found:
-                row[path] = found
+                counts[term][path] = found
     scores: dict[str, float] = {}
     for term, weight in terms.items():
         row = counts[term]

@@ -14,6 +14,7 @@ sys.path.insert(0, str(HERE))
 import acp_latency  # noqa: E402
 import big_untracked  # noqa: E402
 import checkpoint  # noqa: E402
+import mcp_start  # noqa: E402
 import pack  # noqa: E402
 import shell_overhead  # noqa: E402
 import startup  # noqa: E402
@@ -48,6 +49,11 @@ SECTIONS = [
         "`kimi acp` against `kimi -p`: time to the first answer chunk (issue 15; target within 50 ms)",
         "python3 bench/acp_latency.py 5",
         lambda q: acp_latency.main(2 if q else 5),
+    ),
+    (
+        "Session start with MCP servers (issue 14; target: 3 servers cost no more than one server's own start)",
+        "python3 bench/mcp_start.py 5",
+        lambda q: mcp_start.main(2 if q else 5),
     ),
     (
         "Shell tool overhead per call (issue 3; targets: bwrap <= +15 ms, docker warm <= +60 ms)",

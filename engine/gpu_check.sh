@@ -47,4 +47,12 @@ kimi engine bench --context 1k,4k --concurrency 1,4 --requests 4 --max-tokens 64
 mkdir -p "$work/repo" && cd "$work/repo" && git init -q && echo "print('hi')" > hi.py
 kimi -p "Say hello." --provider local --no-pack --max-steps 2 --output-format json > "$out/task.json" || true
 cat "$out/task.json"
+# Kimi K3 step, for a machine that holds a K3 checkpoint (K3_WEIGHTS=/path): plan it from its own config.json
+# and print the exact serve command (kimi_k3 parsers, no remote code, expert parallel, MTP when present).
+if [ -n "${K3_WEIGHTS:-}" ] && [ -f "$K3_WEIGHTS/config.json" ]; then
+  kimi engine plan --weights "$K3_WEIGHTS" --gpu "${K3_GPU:-h200}" --nodes "${K3_NODES:-2}" | tee "$out/k3-plan.txt" || true
+  kimi engine serve "$K3_WEIGHTS" --gpu "${K3_GPU:-h200}" --nodes "${K3_NODES:-2}" --dry-run --force \
+    | tee "$out/k3-serve.txt"
+  grep -q -- "--tool-call-parser kimi_k3 --reasoning-parser kimi_k3" "$out/k3-serve.txt"
+fi
 echo "figures in $out"

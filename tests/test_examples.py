@@ -165,3 +165,41 @@ def test_screenshot_comparison_scores_a_different_page_lower(tmp_path: Path) -> 
     )
     scores = json.loads(out.stdout)
     assert 0.5 < scores["ssim"] < 0.999 and scores["pixels_changed"] > 0
+
+
+def test_refactor_example_split_across_three_subagents_makes_one_commit(
+    tmp_path: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    repo = tmp_path / "multi"
+    for folder in ("a", "b", "c"):
+        (repo / folder).mkdir(parents=True)
+        (repo / folder / "mod.py").write_text("def old_name():\n    return 1\n")
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "init")
+    calls = [tool_call("Agent", {"task": f"rename `old_name` to `new_name` in {f}/ only", "kind": "coder"}, f"ag{f}")
+             for f in ("a", "b", "c")]  # fmt: skip
+    server.add({"match": "Split the work by top-level folder", "tool_calls": calls})
+    for folder in ("a", "b", "c"):
+        edit = {"path": f"{folder}/mod.py", "edit": {"old": "old_name", "new": "new_name", "replace_all": True}}
+        server.add(
+            {"match": f"in {folder}/ only", "tool_calls": [tool_call("StrReplaceFile", edit, f"e{folder}")]},
+            {"match": f"in {folder}/ only", "text": f"renamed in {folder}/mod.py"},
+        )
+    server.add(
+        {"match": "Split the work", "tool_calls": [tool_call("Shell", {"command": "true"}, "t")]},
+        {"match": "Split the work", "text": "Renamed in a/, b/ and c/ by three subagents."},
+    )
+    run_env = {**script_env(env, server), "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+               "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com"}  # fmt: skip
+    proc = subprocess.run(
+        ["bash", str(EXAMPLES / "refactor" / "refactor.sh"), "old_name", "new_name", "true", "--split"],
+        cwd=repo, env=run_env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(git(repo, "show", "--name-only", "--format=", "HEAD").split()) == ["a/mod.py", "b/mod.py", "c/mod.py"]
+    assert git(repo, "log", "--format=%s").splitlines() == ["Rename old_name to new_name", "init"]
+    assert all("new_name" in (repo / f / "mod.py").read_text() for f in ("a", "b", "c"))
+    first = server.requests[0]["messages"][1]["content"]
+    assert "(a b c )" in first or "a b c" in first

@@ -81,3 +81,27 @@ def test_an_explore_subagent_gets_read_only_tools_and_custom_kinds_load(
     auditor = next(r for r in server.requests if "audit calc" in json.dumps(r["messages"][1]))
     assert {t["function"]["name"] for t in auditor["tools"]} == {"ReadFile", "Grep"}
     assert "Be strict." in auditor["messages"][0]["content"]
+
+
+def test_sigterm_stops_running_subagents_and_their_commands(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from conftest import TEST_KEY, kimi_executable
+
+    server.add(
+        {"match": "long job", "tool_calls": [tool_call("Agent", {"task": "wait a while", "kind": "coder"}, "a")]},
+        {"match": "wait a while", "tool_calls": [tool_call("Shell", {"command": "sleep 96.5", "timeout": 300}, "s")]},
+    )
+    full = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
+    proc = subprocess.Popen([*kimi_executable(), "-p", "a long job"], cwd=repo, env=full,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 30
+    while len(server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 4
+    time.sleep(0.3)
+    assert subprocess.run(["pgrep", "-f", "sleep 96.5"], capture_output=True).stdout == b""

@@ -175,3 +175,36 @@ def test_bad_input_gets_json_rpc_errors_and_stdin_closing_ends_the_process(
     assert unknown["error"]["code"] == -32602
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
+
+
+def test_the_official_typescript_client_drives_a_session(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    sdk = root / ".ci" / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
+    node = shutil.which("node")
+    if node is None or not sdk.is_dir():
+        pytest.fail("node and @agentclientprotocol/sdk are needed; .ci/run installs the SDK into .ci/node")
+    edit = {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}
+    server.add(
+        {"tool_calls": [tool_call("StrReplaceFile", edit, "e1")]},
+        {"tool_calls": [tool_call("Shell", {"command": "grep -c 'a + b' calc.py"}, "s1")]},
+        {"text": "Fixed and checked."},
+    )
+    exe = kimi_executable()
+    # ES modules resolve packages from the script's own folder: run a copy beside .ci/node/node_modules.
+    script = root / ".ci" / "node" / "acp_ts_client.mjs"
+    shutil.copyfile(root / "tests" / "acp_ts_client.mjs", script)
+    proc = subprocess.run(
+        [node, str(script), exe[0], str(repo), "allow_once"],
+        cwd=root / ".ci" / "node", env=agent_env(env, server), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["protocolVersion"] == 1 and result["stopReason"] == "end_turn" and result["exitCode"] == 0
+    kinds = [u["sessionUpdate"] for u in result["updates"]]
+    assert "tool_call" in kinds and "agent_message_chunk" in kinds
+    diffs = [c for u in result["updates"] if u["sessionUpdate"] == "tool_call_update" for c in u.get("content") or []
+             if c.get("type") == "diff"]  # fmt: skip
+    assert diffs and "a + b" in diffs[0]["newText"]
+    assert result["permissions"] and "grep -c" in result["permissions"][0]

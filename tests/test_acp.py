@@ -208,3 +208,49 @@ def test_the_official_typescript_client_drives_a_session(repo: Path, env: dict, 
              if c.get("type") == "diff"]  # fmt: skip
     assert diffs and "a + b" in diffs[0]["newText"]
     assert result["permissions"] and "grep -c" in result["permissions"][0]
+
+
+class EditorClient(RecordingClient):
+    """A client that offers fs/*: its buffer for calc.py is unsaved and differs from the disk."""
+
+    def __init__(self, repo: Path) -> None:
+        super().__init__()
+        self.buffers = {str(repo / "calc.py"): "def add(a, b):\n    return a - b  # unsaved edit\n"}
+        self.writes: list[tuple[str, str]] = []
+
+    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> Any:
+        from acp.schema import ReadTextFileResponse
+
+        if path not in self.buffers:
+            raise RuntimeError("not open")
+        return ReadTextFileResponse(content=self.buffers[path])
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> None:
+        self.writes.append((path, content))
+        self.buffers[path] = content
+
+
+def test_with_an_editor_that_offers_files_reads_and_edits_go_through_it(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+    edit = {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}
+    server.add(
+        {"tool_calls": [tool_call("ReadFile", {"path": "calc.py"}, "r1")]},
+        {"tool_calls": [tool_call("StrReplaceFile", edit, "e1")]},
+        {"text": "done"},
+    )
+    client = EditorClient(repo)
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=caps)
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix")])
+
+    assert run(repo, env, server, client, flow).stop_reason == "end_turn"
+    read = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert "unsaved edit" in read
+    assert client.writes == [(str(repo / "calc.py"), "def add(a, b):\n    return a + b  # unsaved edit\n")]
+    assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"  # the editor owns the buffer

@@ -65,7 +65,18 @@ class ReadFile(Tool[ReadFileParams]):
 
     async def run(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
         import asyncio
+        import io
 
+        from kimi_cli.tools.editor_files import editor_files
+
+        editor = editor_files(ctx)
+        if editor is not None:
+            path = ctx.workspace.resolve(params.path)
+            text = await editor.read(path)
+            if text is not None:  # the editor's buffer, saved or not
+                data = text.encode("utf-8")
+                lines, total, bad, _chars, more = self._window(b"", io.BytesIO(data), params, count_all=True)
+                return ToolResult("\n".join(lines + self._notes(params, lines, total, bad, more, len(data))))
         # Off the event loop: a slow disk, a FIFO or a huge file must not stall the session or other reads.
         return await asyncio.to_thread(self._read, params, ctx)
 

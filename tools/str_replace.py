@@ -43,8 +43,21 @@ class StrReplaceFile(Tool[StrReplaceParams]):
     changes_files = True
 
     async def run(self, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
+        from kimi_cli.tools.editor_files import editor_files
+
         path = ctx.workspace.resolve(params.path)
+        editor = editor_files(ctx)
         async with file_lock(ctx, str(path)):
+            if editor is not None and path.is_file():
+                old_text = await editor.read(path)
+                if old_text is not None:
+                    text, total = apply_edits(old_text, params)
+                    await editor.write(path, text)
+                    rel = ctx.workspace.relative(path)
+                    return ToolResult(
+                        f"edited {rel} in the editor: {total} replacement(s)",
+                        display={"kind": "diff", "path": rel, "diff": unified_diff(old_text, text, rel)},
+                    )
             return self._edit(path, params, ctx)
 
     def _edit(self, path: Path, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
@@ -63,25 +76,31 @@ class StrReplaceFile(Tool[StrReplaceParams]):
             old_text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolError(f"{params.path} is not valid UTF-8; editing it as text would corrupt it") from None
-        edits = [params.edit] if params.edit else list(params.edits or [])
-        text = old_text
-        total = 0
-        for number, edit in enumerate(edits, start=1):
-            if not edit.old:
-                raise ToolError(f"edit {number}: `old` is empty")
-            count = text.count(edit.old)
-            if count == 0:
-                raise ToolError(f"edit {number}: `old` text not found in {params.path}; nothing was changed")
-            if count > 1 and not edit.replace_all:
-                raise ToolError(
-                    f"edit {number}: `old` occurs {count} times in {params.path}; add context to make it "
-                    "unique or set replace_all; nothing was changed"
-                )
-            text = text.replace(edit.old, edit.new) if edit.replace_all else text.replace(edit.old, edit.new, 1)
-            total += count if edit.replace_all else 1
+        text, total = apply_edits(old_text, params)
         atomic_write(path, text.encode("utf-8"))
         rel = ctx.workspace.relative(path)
         return ToolResult(
             f"edited {rel}: {total} replacement(s)",
             display={"kind": "diff", "path": rel, "diff": unified_diff(old_text, text, rel)},
         )
+
+
+def apply_edits(old_text: str, params: StrReplaceParams) -> tuple[str, int]:
+    """All edits in order, or a ToolError and nothing changed."""
+    edits = [params.edit] if params.edit else list(params.edits or [])
+    text = old_text
+    total = 0
+    for number, edit in enumerate(edits, start=1):
+        if not edit.old:
+            raise ToolError(f"edit {number}: `old` is empty")
+        count = text.count(edit.old)
+        if count == 0:
+            raise ToolError(f"edit {number}: `old` text not found in {params.path}; nothing was changed")
+        if count > 1 and not edit.replace_all:
+            raise ToolError(
+                f"edit {number}: `old` occurs {count} times in {params.path}; add context to make it "
+                "unique or set replace_all; nothing was changed"
+            )
+        text = text.replace(edit.old, edit.new) if edit.replace_all else text.replace(edit.old, edit.new, 1)
+        total += count if edit.replace_all else 1
+    return text, total

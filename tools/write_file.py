@@ -35,8 +35,20 @@ class WriteFile(Tool[WriteFileParams]):
     changes_files = True
 
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
+        from kimi_cli.tools.editor_files import editor_files
+
         path = ctx.workspace.resolve(params.path)
+        editor = editor_files(ctx)
         async with file_lock(ctx, str(path)):
+            if editor is not None and not path.is_dir():
+                old = await editor.read(path) if path.exists() else ""
+                new = (old or "") + params.content if params.mode == "append" else params.content
+                await editor.write(path, new)
+                rel = ctx.workspace.relative(path)
+                return ToolResult(
+                    f"wrote {rel} in the editor ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
+                    display={"kind": "diff", "path": rel, "diff": unified_diff(old or "", new, rel)},
+                )
             return self._edit(path, params, ctx)
 
     def _edit(self, path: Path, params: WriteFileParams, ctx: ToolContext) -> ToolResult:

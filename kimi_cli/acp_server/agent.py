@@ -59,11 +59,31 @@ class AcpSession:
         await self.queue.join()
 
 
+class EditorFs:
+    """ReadFile, WriteFile and StrReplaceFile through the editor: unsaved buffers are seen, edits land there."""
+
+    def __init__(self, conn: Any, session_id: str) -> None:
+        self.conn = conn
+        self.session_id = session_id
+
+    async def read(self, path: Path) -> str | None:
+        try:
+            response = await self.conn.read_text_file(session_id=self.session_id, path=str(path))
+        except Exception as exc:  # the editor cannot: the disk can
+            log.debug("fs/read_text_file %s failed: %s", path, exc)
+            return None
+        return str(response.content)
+
+    async def write(self, path: Path, text: str) -> None:
+        await self.conn.write_text_file(session_id=self.session_id, path=str(path), content=text)
+
+
 class KimiAcpAgent:
     def __init__(self, flags: dict[str, Any] | None = None) -> None:
         self.flags = dict(flags or {})
         self.conn: Any = None
         self.sessions: dict[str, AcpSession] = {}
+        self.editor_fs = False  # the client reads and writes files itself (unsaved buffers included)
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -106,6 +126,8 @@ class KimiAcpAgent:
         )
         session = AcpSession(runtime, agent, approver, self.conn)
         holder["s"] = session
+        if self.editor_fs:
+            agent.ctx.services["editor_files"] = EditorFs(self.conn, session.id)
         self.sessions[session.id] = session
         return session
 

@@ -96,7 +96,7 @@ def test_vllm_0_33_own_parser_accepts_our_argv() -> None:
 
     current_platform.device_type = "cpu"  # vLLM's parser needs a device type; this machine has no GPU
     from vllm.entrypoints.common.cli_args import make_arg_parser  # moved here in 0.33
-    from vllm.utils import FlexibleArgumentParser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser())
     opts = ServeOptions(Path("/w"), "m", 8, spec_tokens=1)
@@ -104,8 +104,37 @@ def test_vllm_0_33_own_parser_accepts_our_argv() -> None:
     assert args.tensor_parallel_size == 8 and args.tool_call_parser == "kimi_k3"
 
 
+def test_vllm_0_33_kimi_k3_parser_turns_a_k3_completion_into_our_tool_call() -> None:
+    pytest.importorskip(
+        "vllm", reason="vllm is the `engine` extra (pip install -e '.[engine]'); CI does not install it"
+    )
+    from vllm.tool_parsers.kimi_k3_tool_parser import KimiK3ToolParser
+
+    class ThreeTokens:
+        """All the parser asks of a tokenizer: K3's XTML special tokens."""
+
+        def get_vocab(self) -> dict[str, int]:
+            return {"<|open|>": 1, "<|close|>": 2, "<|sep|>": 3}
+
+    completion = (
+        "I will fix the sign.<|open|>tools<|sep|>"
+        '<|open|>call tool="StrReplaceFile" index="1"<|sep|>'
+        '<|open|>argument key="path" type="string"<|sep|>calc.py<|close|>argument<|sep|>'
+        '<|open|>argument key="edit" type="object"<|sep|>{"old": "a - b", "new": "a + b"}<|close|>argument<|sep|>'
+        "<|close|>call<|sep|><|close|>tools<|sep|>"
+    )
+    info = KimiK3ToolParser(ThreeTokens()).extract_tool_calls(completion, None)  # type: ignore[arg-type]
+    assert info.tools_called and info.content == "I will fix the sign."
+    (call,) = info.tool_calls
+    assert call.function.name == "StrReplaceFile"
+    assert json.loads(call.function.arguments) == {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}
+
+
 vllm_test = pytest.mark.engine
 test_vllm_0_33_own_parser_accepts_our_argv = vllm_test(test_vllm_0_33_own_parser_accepts_our_argv)
+test_vllm_0_33_kimi_k3_parser_turns_a_k3_completion_into_our_tool_call = vllm_test(
+    test_vllm_0_33_kimi_k3_parser_turns_a_k3_completion_into_our_tool_call
+)
 
 
 def test_no_thinking_asks_a_local_engine_to_skip_thinking(repo: Path, env: dict) -> None:

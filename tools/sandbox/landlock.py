@@ -27,6 +27,7 @@ from kimi_cli.tools.sandbox.landlock_sys import (
     seccomp_program,
 )
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
+from kimi_cli.tools.sandbox.spawner import Spawner, collect
 
 MIN_ABI = 1
 
@@ -49,6 +50,7 @@ class LandlockSandbox:
         self._setup = make_child_setup(self.ruleset_fd, self.bpf)
         self.env = {**policy.env, "TMPDIR": str(policy.private_tmp)}
         self.guard = GitGuard(git_guard_paths(policy.workspace)) if (policy.workspace / ".git").is_dir() else None
+        self.spawner: Spawner | None = None  # forks for us from a small process: cheaper than forking kimi
 
     @property
     def network_note(self) -> str:
@@ -60,15 +62,7 @@ class LandlockSandbox:
     async def run(self, command: str, timeout: float) -> ExecResult:
         if self.guard is not None:
             self.guard.remember()
-        result = await run_process_group(
-            [self.shell, "-c", command],
-            cwd=str(self.policy.workspace),
-            env=self.env,
-            timeout=timeout,
-            cap=self.output_cap,
-            preexec_fn=self._setup,
-            pass_fds=(self.ruleset_fd,),
-        )
+        result = await self._run(command, timeout)
         if self.guard is not None:
             repaired = self.guard.restore()
             if repaired:
@@ -81,6 +75,31 @@ class LandlockSandbox:
                     result.exit_code = 1
         return result
 
+    async def _run(self, command: str, timeout: float) -> ExecResult:
+        if self.spawner is None:
+            try:
+                self.spawner = Spawner(self.ruleset_fd, self.bpf.program, machine())
+            except OSError:
+                self.spawner = None
+        if self.spawner is not None:
+            try:
+                pid, fd, exited = await self.spawner.start([self.shell, "-c", command], str(self.policy.workspace),
+                                                           self.env)  # fmt: skip
+            except (OSError, RuntimeError):
+                self.spawner.close()
+                self.spawner = None
+            else:
+                return await collect(pid, fd, exited, timeout, self.output_cap)
+        return await run_process_group(
+            [self.shell, "-c", command],
+            cwd=str(self.policy.workspace),
+            env=self.env,
+            timeout=timeout,
+            cap=self.output_cap,
+            preexec_fn=self._setup,
+            pass_fds=(self.ruleset_fd,),
+        )
+
     def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], Callable[[], None], tuple[int, ...]]:
         return [self.shell, "-c", command], self.env, self._setup, (self.ruleset_fd,)
 
@@ -88,6 +107,9 @@ class LandlockSandbox:
         self.close_sync()
 
     def close_sync(self) -> None:
+        if self.spawner is not None:
+            self.spawner.close()
+            self.spawner = None
         if self.ruleset_fd >= 0:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1

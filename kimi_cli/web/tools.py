@@ -52,6 +52,8 @@ class FetchURL(Tool[FetchURLParams]):
         from kimi_cli.web.fetch import FetchError, fetch_url
         from kimi_cli.web.render import render_body
 
+        if ctx.services.get("web_off"):
+            raise ToolError("fetching is turned off for this session (/web on turns it back on)")
         url = params.url.strip()
         host = (urlsplit(url).hostname or "").lower()
         if not host or urlsplit(url).scheme not in ("http", "https"):

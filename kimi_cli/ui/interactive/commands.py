@@ -39,6 +39,7 @@ HELP = {
     "reasoning": "show or hide the model's reasoning",
     "tasks": "/tasks [stop ID]: background commands, running and finished",
     "mcp": "/mcp [reconnect NAME]: MCP servers, their status and tools",
+    "web": "/web on|off: let FetchURL fetch, or refuse every fetch for this session",
 }
 
 
@@ -229,3 +230,10 @@ class SlashCommands:
         for server, state in manager.states.items():
             detail = f"{len(state.tools)} tools" if state.status == "ready" else state.error
             self.console.print(f"{server:<20} {state.status:<9} {detail}")
+
+    async def cmd_web(self, arg: str) -> None:
+        services = self.app.agent.ctx.services
+        if arg in ("on", "off"):
+            services["web_off"] = arg == "off"
+        state = "off" if services.get("web_off") else "on"
+        self.console.print(f"web fetching is {state} (the tool stays declared, so the prompt cache is kept)")

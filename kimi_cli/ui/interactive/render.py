@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,7 @@ class SessionStatus:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
+    running_tasks: Callable[[], int] = lambda: 0  # background commands still running
 
     def add(self, usage: dict[str, int]) -> None:
         self.context_tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
@@ -69,9 +71,11 @@ class SessionStatus:
         pct = 100 * self.context_tokens / self.window if self.window else 0
         cached = 100 * self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0
         cost = f"${self.cost:.3f}" if any(vars(self.pricing).values()) else "cost n/a"
+        tasks = self.running_tasks()
+        running = f" · {tasks} task{'s' if tasks != 1 else ''} running" if tasks else ""
         return (
             f"{self.model} · {self.provider} · ctx {self.context_tokens:,}/{self.window:,} ({pct:.1f}%) · "
-            f"cached {cached:.0f}% · {cost} · sandbox {self.sandbox}"
+            f"cached {cached:.0f}% · {cost} · sandbox {self.sandbox}{running}"
         )
 
 
@@ -152,6 +156,10 @@ class TerminalRenderer:
         elif kind == "todos":
             lines = [f"{TODO_MARKS.get(t['status'], '☐')} {t['title']}" for t in display.get("todos", [])]
             self.console.print(Panel("\n".join(lines) or "(empty)", title="plan", border_style="blue", expand=False))
+        elif kind == "fetch":
+            info = f"HTTP {display.get('status')} · {display.get('type')} · {display.get('size', 0):,} bytes"
+            self.console.print(Panel(Text(info, style="dim"), title=str(display.get("url", "")),
+                                     border_style="blue", expand=False))  # fmt: skip
         elif kind == "shell":
             code = "timed out" if display.get("timed_out") else f"exit {display.get('exit_code')}"
             tail = "\n".join(event.output.splitlines()[1:][-8:])

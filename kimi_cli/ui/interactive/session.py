@@ -53,6 +53,7 @@ class InteractiveApp:
             runtime.workdir / ".kimi" / "config.toml",
         )
         self.agent, self.provider = runtime.make_agent(self.renderer, self.approver)
+        self.status.running_tasks = lambda: len(runtime.tasks.running()) if runtime.tasks else 0
         self.pending_images: list[str] = []
         self.commands = SlashCommands(self)
         completer = KimiCompleter(list(HELP), self._paths)

@@ -43,16 +43,20 @@ def agent_env(env: dict, server: ScriptedModelServer) -> dict:
     return {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
 
 
-async def with_agent(repo: Path, env: dict, server: ScriptedModelServer, client: RecordingClient, flow: Any) -> Any:
+async def with_agent(
+    repo: Path, env: dict, server: ScriptedModelServer, client: RecordingClient, flow: Any, caps: Any = None
+) -> Any:
     exe = kimi_executable()
     async with acp.spawn_agent_process(lambda _agent: client, exe[0], *exe[1:], "acp", env=agent_env(env, server),
                                        cwd=str(repo)) as (conn, proc):  # fmt: skip
-        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=caps)
         return await flow(conn, proc)
 
 
-def run(repo: Path, env: dict, server: ScriptedModelServer, client: RecordingClient, flow: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(with_agent(repo, env, server, client, flow), 120))
+def run(
+    repo: Path, env: dict, server: ScriptedModelServer, client: RecordingClient, flow: Any, caps: Any = None
+) -> Any:
+    return asyncio.run(asyncio.wait_for(with_agent(repo, env, server, client, flow, caps), 120))
 
 
 def test_a_prompt_streams_chunks_and_an_edit_arrives_as_a_diff(
@@ -244,12 +248,11 @@ def test_with_an_editor_that_offers_files_reads_and_edits_go_through_it(
     client = EditorClient(repo)
 
     async def flow(conn: Any, proc: Any) -> Any:
-        caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
-        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION, client_capabilities=caps)
         session = await conn.new_session(cwd=str(repo), mcp_servers=[])
         return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix")])
 
-    assert run(repo, env, server, client, flow).stop_reason == "end_turn"
+    caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
+    assert run(repo, env, server, client, flow, caps).stop_reason == "end_turn"
     read = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert "unsaved edit" in read
     assert client.writes == [(str(repo / "calc.py"), "def add(a, b):\n    return a + b  # unsaved edit\n")]

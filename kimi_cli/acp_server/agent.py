@@ -99,6 +99,8 @@ class KimiAcpAgent:
             PromptCapabilities,
         )
 
+        fs = getattr(client_capabilities, "fs", None)
+        self.editor_fs = bool(fs and fs.read_text_file and fs.write_text_file)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(

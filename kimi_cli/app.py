@@ -47,7 +47,12 @@ def run_headless(opts: RunOptions) -> int:
             prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id, task=prompt
         )
         started_pack = time.perf_counter()
-        runtime = Runtime.build(opts.workdir, opts.config_flags, choice)
+        from kimi_cli.ui.pack_progress import PackProgress
+
+        progress = PackProgress() if opts.output_format == "text" else None
+        runtime = Runtime.build(opts.workdir, opts.config_flags, choice, progress=progress)
+        if progress is not None:
+            progress.finish()
         pack = runtime.context.last_pack
         if pack is not None and opts.output_format == "text":
             counts = ", ".join(f"{len(pack.by_mode(m))} {m}" for m in ("full", "outline", "listed"))

@@ -122,3 +122,20 @@ def test_generated_files_are_listed_only_unless_the_task_names_them(tmp_path: Pa
     assert entry.mode == "listed" and entry.reason == "listed only: generated or vendored folder"
     named = RepoPacker(root).pack("fix the title in docs/_build/index.html", 100_000, use_cache=False)
     assert next(e for e in named.entries if e.path == "docs/_build/index.html").mode == "full"
+
+
+def test_pack_progress_is_quiet_at_first_then_prints_each_stage_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from kimi_cli.ui import pack_progress
+
+    stream = io.StringIO()
+    progress = pack_progress.PackProgress(stream)
+    progress("reading", 0, 10)
+    assert stream.getvalue() == ""  # a small repository never sees a progress line
+    monkeypatch.setattr(pack_progress, "QUIET_FOR", -1.0)
+    progress("reading", 500, 54_000)
+    progress("reading", 1000, 54_000)
+    progress("outlining", 0, 3000)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "reading 500/54,000 files" in lines[0] and "outlining" in lines[1]

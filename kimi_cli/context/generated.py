@@ -41,7 +41,8 @@ def generated_reason(path: str, text: str) -> str | None:
         return f"data file over {DATA_MAX_CHARS // 1000} kB"
     if path.endswith((".html", ".htm")) and len(text) > 20_000 and "<html" in text[:HEAD_CHARS].lower():
         return "rendered HTML page"
-    lines = text.count("\n") + 1
-    if len(text) > 5_000 and len(text) / lines > 500:
-        return "minified (very long lines)"
+    if len(text) > 5_000:
+        sample = text[:20_000]  # enough to tell a minified file; counting a whole big file is not needed
+        if len(sample) / (sample.count("\n") + 1) > 500:
+            return "minified (very long lines)"
     return None

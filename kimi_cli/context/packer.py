@@ -129,12 +129,12 @@ class RepoPacker:
             tokens = self.analyzer.tokens(texts, keys, sorted(texts))
         fits = len(tokens) == len(texts) and sum(tokens[p] + overhead(p) for p in texts) <= room
         outlines: dict[str, Outline] | None = None
+        demoted = self._demoted(task, texts)
         if not fits:
-            candidates = self._outline_candidates(task, texts)
+            candidates = self._outline_candidates(task, texts, demoted)
             self.progress("outlining", 0, len(candidates))
             outlines = self.analyzer.outlines({p: texts[p] for p in candidates}, keys)
         self.progress("ranking", 0, len(texts))
-        demoted = self._demoted(task, texts)
         order, why = rank_files(self.root, task, texts, outlines, set(demoted))
         modes, costs = self._choose([p for p in order if p not in demoted], texts, keys, tokens, outlines or {}, room,
                                     fits)  # fmt: skip
@@ -149,15 +149,14 @@ class RepoPacker:
         return state
 
     @staticmethod
-    def _outline_candidates(task: str, texts: dict[str, str]) -> list[str]:
+    def _outline_candidates(task: str, texts: dict[str, str], demoted: dict[str, str]) -> list[str]:
         """Cheap first, precise where it pays: only files that can still win a place are parsed. With a
         task, the best lexical hits and the files it names; without one, the project's own source, shallow
         and small first. Huge files (generated headers) are never parsed."""
-        from kimi_cli.context.generated import generated_reason
         from kimi_cli.context.rank import kind_weight, task_mentions
         from kimi_cli.context.relevance import lexical_scores, query_terms
 
-        usable = [p for p, t in texts.items() if len(t) <= MAX_PARSE_CHARS and not generated_reason(p, t)]
+        usable = [p for p, t in texts.items() if len(t) <= MAX_PARSE_CHARS and p not in demoted]
         if len(usable) <= MAX_OUTLINED:
             return sorted(usable)
         chosen: list[str] = []

@@ -194,3 +194,49 @@ def test_a_bad_mcp_file_names_the_file_and_key(repo: Path, env: dict, server: Sc
     write_config(repo, {"bad": {"command": "x", "url": "http://y"}})
     proc = run_kimi(["-p", "x"], repo, env, server)
     assert proc.returncode == 2 and "mcp.json" in proc.stderr and "mcpServers.bad" in proc.stderr
+
+
+def test_a_server_that_writes_garbage_is_dropped_and_mcp_children_die_with_kimi(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    import signal
+
+    from conftest import TEST_KEY, kimi_executable
+
+    garbage = repo / "garbage.sh"
+    garbage.write_text("#!/bin/sh\nwhile :; do echo 'this is not json-rpc'; sleep 0.05; done\n")
+    garbage.chmod(0o755)
+    wrapper = repo / "marked.sh"
+    wrapper.write_text(f"#!/bin/bash\nexec -a mcp-marker-4711 node {everything()}\n")
+    wrapper.chmod(0o755)
+    write_config(repo, {"junk": {"command": str(garbage), "startup_timeout": 2},
+                        "good": {"command": str(wrapper)}})  # fmt: skip
+    allow(repo, "mcp__good__*")
+    server.add(
+        {"tool_calls": [tool_call("mcp__good__echo", {"message": "still here"}, "e")]},
+        {"tool_calls": [tool_call("Shell", {"command": "sleep 60"}, "hold")]},
+    )
+    full = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
+    proc = subprocess.Popen([*kimi_executable(), "-p", "x", "--output-format", "stream-json"], cwd=repo, env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    notices = []
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["type"] == "notice":
+            notices.append(event["message"])
+        if event["type"] == "tool_call" and "sleep 60" in event["arguments"]:
+            break
+    assert any("'junk' is not available" in n for n in notices)
+    assert "Echo: still here" in tool_results(server, 1)[0]
+    marker = subprocess.run(["pgrep", "-f", "mcp-marker-4711"], capture_output=True, text=True).stdout.split()
+    assert marker, "the good server should be running"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 4
+    deadline = time.monotonic() + 5
+    while (
+        subprocess.run(["pgrep", "-f", "mcp-marker-4711"], capture_output=True).stdout and time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    assert subprocess.run(["pgrep", "-f", "mcp-marker-4711"], capture_output=True).stdout == b""
+    assert subprocess.run(["pgrep", "-f", str(garbage)], capture_output=True).stdout == b""

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +16,7 @@ from typing import Protocol
 
 from kimi_cli.tools.base import ToolError
 from kimi_cli.tools.output import cap_text
+from kimi_cli.tools.sandbox.base import kill_group
 
 KEEP_BYTES = 1_000_000  # of each task's output, the latest
 SHOW_CHARS = 30_000
@@ -96,7 +95,7 @@ class TaskManager:
             await asyncio.sleep(0.05)
         task.exit_code = task.proc.returncode
         task.finished = time.monotonic()
-        _kill_group(task.proc.pid)
+        kill_group(task.proc.pid)
 
     def get(self, task_id: str) -> BackgroundTask:
         task = self.tasks.get(task_id)
@@ -118,7 +117,7 @@ class TaskManager:
     async def stop(self, task_id: str) -> str:
         task = self.get(task_id)
         if task.running:
-            _kill_group(task.proc.pid)
+            kill_group(task.proc.pid)
             if task.reader is not None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(task.reader), 5)
@@ -141,12 +140,7 @@ class TaskManager:
     async def close(self) -> None:
         for task in self.tasks.values():
             if task.running:
-                _kill_group(task.proc.pid)
+                kill_group(task.proc.pid)
         readers = [t.reader for t in self.tasks.values() if t.reader is not None]
         if readers:
             await asyncio.wait(readers, timeout=3)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

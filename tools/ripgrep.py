@@ -6,12 +6,12 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from kimi_cli.tools.base import ToolError
+from kimi_cli.tools.sandbox.base import kill_group
 
 INSTALL_HINT = (
     "ripgrep (`rg`) is not installed: it comes with kimi's `ripgrep` dependency (pip install ripgrep), "
@@ -78,18 +78,13 @@ async def run_rg(argv: list[str], cwd: Path, max_lines: int, timeout: float, max
     except TimeoutError:
         timed_out = True
     except asyncio.CancelledError:
-        _kill(proc.pid)
+        kill_group(proc.pid)
         raise
     if stopped or timed_out:  # enough lines, or too slow: rg goes now
-        _kill(proc.pid)
+        kill_group(proc.pid)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(proc.wait(), 5)
     stderr = b""
     with contextlib.suppress(TimeoutError):
         stderr = await asyncio.wait_for(err_task, 1)
     return RgOutput(lines, stopped, timed_out, proc.returncode, stderr.decode("utf-8", errors="replace"))
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

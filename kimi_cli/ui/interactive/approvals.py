@@ -82,17 +82,7 @@ class InteractiveApprover:
             return None
         if self.policy == "never":
             return "this command needs approval and approvals are set to `never`"
-        prefix = command_prefix(command)
-        answer = await self.ask(command, prefix)
-        if answer in ("always", "save"):
-            self.rules.allow.append(prefix)
-            if answer == "save" and self.project_config is not None:
-                save_allow_rule(self.project_config, prefix)
-            return None
-        if answer == "yes":
-            return None
-        reason = answer.partition(":")[2].strip()
-        return f"the user said no{': ' + reason if reason else ''}"
+        return await self._ask(command, command_prefix(command), savable=True)
 
     async def review_web(self, host: str, url: str) -> str | None:
         """A host nobody named: ask (always = for the rest of the session)."""
@@ -100,14 +90,7 @@ class InteractiveApprover:
             return None
         if self.policy == "never":
             return "fetching needs approval and approvals are set to `never`"
-        answer = await self.ask(f"fetch {url}", f"web:{host}")
-        if answer in ("always", "save"):
-            self.rules.allow.append(f"web:{host}")
-            return None
-        if answer == "yes":
-            return None
-        reason = answer.partition(":")[2].strip()
-        return f"the user said no{': ' + reason if reason else ''}"
+        return await self._ask(f"fetch {url}", f"web:{host}", savable=False)
 
     async def review_mcp(self, tool_name: str, arguments: str) -> str | None:
         """MCP tools run on the host: they ask under `ask` and `auto`, unless a rule or --yolo allows them."""
@@ -120,11 +103,15 @@ class InteractiveApprover:
             return None
         if self.policy == "never":
             return "MCP tools need approval and approvals are set to `never`"
-        answer = await self.ask(f"{tool_name} {arguments[:500]}", tool_name)
+        return await self._ask(f"{tool_name} {arguments[:500]}", tool_name, savable=True)
+
+    async def _ask(self, question: str, rule: str, savable: bool) -> str | None:
+        """Ask the user; `always` keeps `rule` for the session, `save` also writes it to the project config."""
+        answer = await self.ask(question, rule)
         if answer in ("always", "save"):
-            self.rules.allow.append(tool_name)
-            if answer == "save" and self.project_config is not None:
-                save_allow_rule(self.project_config, tool_name)
+            self.rules.allow.append(rule)
+            if answer == "save" and savable and self.project_config is not None:
+                save_allow_rule(self.project_config, rule)
             return None
         if answer == "yes":
             return None

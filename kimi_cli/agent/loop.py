@@ -182,8 +182,10 @@ class Agent:
             self._sent_count = len(self.messages)
         tools_started = time.perf_counter()
         calls = completion.tool_calls
-        changes = self.checkpointer is not None and any(self.registry.changes_files(c.name, c.arguments) for c in calls)
-        names = sorted({c.name for c in calls if self.registry.changes_files(c.name, c.arguments)})
+        names: list[str] = []
+        if self.checkpointer is not None:
+            names = sorted({c.name for c in calls if self.registry.changes_files(c.name, c.arguments)})
+        changes = bool(names)
         if changes:
             assert self.checkpointer is not None
             # The cut point for undo is this assistant message: undoing the step forgets the decision too.

@@ -163,10 +163,11 @@ def describe_points(shadow: ShadowRepo, state: UndoState, limit: int = 30) -> li
     """Lines for `undo --list`: number (from the end), time, what, and the files it changed."""
     lines: list[str] = []
     points = state.points
-    for number, point in zip(range(len(points), 0, -1), points, strict=True):
+    for index, point in enumerate(points):
+        number = len(points) - index
         if number > limit:
             continue
-        nxt = points.index(point) + 1
+        nxt = index + 1
         end = point.after if point.kind == "step" else _turn_end(points, nxt, state.last_after)
         files = ", ".join(f"{c.path} ({c.status})" for c in shadow.changes(point.tree, end)) if end else ""
         when = time.strftime("%H:%M:%S", time.localtime(point.time)) if point.time else "--:--:--"

@@ -75,7 +75,7 @@ class ReadFile(Tool[ReadFileParams]):
             text = await editor.read(path)
             if text is not None:  # the editor's buffer, saved or not
                 data = text.encode("utf-8")
-                lines, total, bad, _chars, more = self._window(b"", io.BytesIO(data), params, count_all=True)
+                lines, total, bad, more = self._window(b"", io.BytesIO(data), params, count_all=True)
                 return ToolResult("\n".join(lines + self._notes(params, lines, total, bad, more, len(data))))
         # Off the event loop: a slow disk, a FIFO or a huge file must not stall the session or other reads.
         return await asyncio.to_thread(self._read, params, ctx)
@@ -95,12 +95,12 @@ class ReadFile(Tool[ReadFileParams]):
             head = fh.read(SNIFF_BYTES)
             if looks_binary(head):
                 raise ToolError(f"{params.path} is a binary file; ReadFile only shows text")
-            lines, total, bad_utf8, _chars, more = self._window(head, fh, params, count_all=size < COUNT_ALL_BELOW)
+            lines, total, bad_utf8, more = self._window(head, fh, params, count_all=size < COUNT_ALL_BELOW)
         return ToolResult("\n".join(lines + self._notes(params, lines, total, bad_utf8, more, size)))
 
     def _window(
         self, head: bytes, fh: BinaryIO, params: ReadFileParams, count_all: bool
-    ) -> tuple[list[str], int, bool, int, bool]:
+    ) -> tuple[list[str], int, bool, bool]:
         lines: list[str] = []
         total = chars = 0
         bad_utf8 = more = False
@@ -123,7 +123,7 @@ class ReadFile(Tool[ReadFileParams]):
                 text = text[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} chars]"
             chars += len(text)
             lines.append(f"{number:6d}\t{text}")
-        return lines, total, bad_utf8, chars, more
+        return lines, total, bad_utf8, more
 
     @staticmethod
     def _notes(

@@ -143,7 +143,6 @@ class KimiAcpAgent:
         return NewSessionResponse(session_id=session.id, modes=_modes("auto"))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any) -> Any:
-        import acp
         from acp.schema import LoadSessionResponse
 
         try:
@@ -154,7 +153,6 @@ class KimiAcpAgent:
             for update in _replay(message):
                 session.queue.put_nowait(update)
         await session.flush()
-        del acp
         return LoadSessionResponse(modes=_modes("auto"))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> Any:

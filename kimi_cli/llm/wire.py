@@ -36,10 +36,6 @@ class EncodedHistory:
             self._parts.append(_dumps(message))
         self.encoded_last = len(messages) - keep
 
-    def messages_json(self, messages: list[Message]) -> bytes:
-        self._update(messages)
-        return b"[" + b",".join(self._parts) + b"]"
-
     def tools_json(self, tools: list[dict[str, Any]]) -> bytes:
         if self._tools is None or self._tools[0] is not tools:
             self._tools = (tools, _dumps(tools))

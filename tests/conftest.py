@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -142,6 +143,33 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = 
         "name": name,
         "arguments": arguments,
     }
+
+
+def tool_results(server: ScriptedModelServer, request: int) -> list[str]:
+    """The tool messages the model was sent in request number `request`."""
+    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
+
+
+def free_port() -> int:
+    """A loopback port nobody holds right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of live processes whose command line contains `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(int(entry.name))
+    return found
 
 
 from sandbox_fixtures import net_rig, rig  # noqa: E402, F401  (fixtures shared by the sandbox tests)

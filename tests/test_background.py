@@ -4,37 +4,12 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import TEST_KEY, kimi_executable, run_kimi, tool_call
+from conftest import TEST_KEY, free_port, kimi_executable, processes_with, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tool_results(server: ScriptedModelServer, request: int) -> list[str]:
-    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
-
 
 FETCH = "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/').status)\""
 

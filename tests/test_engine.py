@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from kimi_cli.engine.vllm_args import ServeOptions, vllm_argv
 from kimi_cli.engine.weights import validate_weights
 from kimi_cli.errors import ConfigError
 
-from conftest import run_kimi
+from conftest import free_port, run_kimi
 from scripted_server import ScriptedModelServer
 
 FAKE = str(Path(__file__).parent / "fake_vllm.py")
@@ -124,12 +123,6 @@ def test_weights_check_names_what_is_missing(tmp_path: Path) -> None:
     bare.mkdir()
     with pytest.raises(ConfigError, match=r"config\.json is missing.*no tokenizer file"):
         validate_weights(bare)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve(weights: Path, env: dict, mode: str, port: int, timeout: float = 20, **extra: str) -> subprocess.Popen:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kimi
+from conftest import free_port, run_kimi
 
 pytestmark = pytest.mark.interop
 N_CTX = 2048
@@ -42,9 +41,7 @@ def llama_server() -> Iterator[str]:
     exe = os.environ.get("KIMI_LLAMA_SERVER", "")
     if not exe or not os.access(exe, os.X_OK):
         pytest.fail(f"llama-server is not built (KIMI_LLAMA_SERVER={exe!r}); .ci/run builds it from the sdist")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log"
     proc = subprocess.Popen(
         [exe, "-m", str(model_path()), "--host", "127.0.0.1", "--port", str(port), "-c", str(N_CTX),

@@ -8,16 +8,12 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import result_json, run_kimi, tool_call
+from conftest import result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
 
 
 def events(proc) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-
-
-def tool_results(server: ScriptedModelServer, request: int) -> list[str]:
-    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
 
 
 def test_an_edit_test_loop_of_50_rounds_that_rereads_and_reruns_finishes(

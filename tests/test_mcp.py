@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import result_json, run_kimi, tool_call
+from conftest import free_port, result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,10 +34,6 @@ def write_config(repo: Path, servers: dict) -> None:
 def allow(repo: Path, *rules: str) -> None:
     (repo / ".kimi").mkdir(exist_ok=True)
     (repo / ".kimi" / "config.toml").write_text("[approval]\nallow = [" + ", ".join(f'"{r}"' for r in rules) + "]\n")
-
-
-def tool_results(server: ScriptedModelServer, request: int) -> list[str]:
-    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
 
 
 def test_a_stdio_server_tool_runs_and_its_image_reaches_the_model(
@@ -155,9 +151,7 @@ def test_names_are_sanitised_capped_and_never_shadow_builtins() -> None:
 
 @pytest.fixture
 def http_everything() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([everything(), "streamableHttp"], env={**os.environ, "PORT": str(port)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     deadline = time.monotonic() + 20

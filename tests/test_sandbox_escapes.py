@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import SECRET, CountingServer, Rig
 
+from conftest import processes_with
+
 
 def test_write_outside_the_workspace_fails(rig: Rig) -> None:
     result = rig.run(f"echo x > {rig.outside}/escaped")
@@ -81,20 +83,6 @@ def test_symlink_out_of_the_workspace_cannot_be_written_through(rig: Rig) -> Non
     assert list(rig.outside.iterdir()) == []
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
 def test_timeout_kills_the_whole_group_and_returns_in_time(rig: Rig) -> None:
     started = time.monotonic()
     result = rig.run("(sleep 301; touch survivor) & sleep 601", timeout=2)
@@ -102,7 +90,7 @@ def test_timeout_kills_the_whole_group_and_returns_in_time(rig: Rig) -> None:
     assert "timed out after 2 s" in result.output
     assert elapsed < 6, elapsed
     time.sleep(0.5)
-    assert _processes_with("sleep 301") == [] and _processes_with("sleep 601") == []
+    assert processes_with("sleep 301") == [] and processes_with("sleep 601") == []
     assert not (rig.ws / "survivor").exists()
 
 
@@ -136,4 +124,4 @@ def test_root_capabilities_are_dropped(rig: Rig) -> None:
 def test_a_process_that_leaves_the_session_does_not_survive_the_call(rig: Rig) -> None:
     rig.run("setsid sleep 302 >/dev/null 2>&1 & (sleep 303 &) ; nohup sleep 304 >/dev/null 2>&1 & echo started")
     time.sleep(0.5)
-    assert [_processes_with(f"sleep {n}") for n in (302, 303, 304)] == [[], [], []]
+    assert [processes_with(f"sleep {n}") for n in (302, 303, 304)] == [[], [], []]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kimi, tool_call
+from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
 
 PAGE = b"""<!doctype html><html><head><title>Widget docs</title></head><body>
@@ -66,10 +66,6 @@ def web_config(repo: Path, allowed_hosts: list[str] | None = None) -> None:
     )
 
 
-def fetch_results(server: ScriptedModelServer, request: int) -> list[str]:
-    return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
-
-
 def test_a_page_from_the_prompt_arrives_as_markdown_without_its_navigation(
     repo: Path, env: dict, server: ScriptedModelServer, site: str
 ) -> None:
@@ -78,7 +74,7 @@ def test_a_page_from_the_prompt_arrives_as_markdown_without_its_navigation(
     server.add({"tool_calls": [tool_call("FetchURL", {"url": url}, "f")]}, {"text": "read"})
     proc = run_kimi(["-p", f"build what {url} describes"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
-    (page,) = fetch_results(server, 1)
+    (page,) = tool_results(server, 1)
     assert "HTTP 200, text/html" in page and "# Install" in page and "widget --init" in page and "```" in page
     assert "| flag | meaning |" in page
     assert "Pricing" not in page and "cookie banner" not in page
@@ -96,7 +92,7 @@ def test_redirect_to_the_metadata_address_is_refused_and_big_pages_are_capped(
     )  # fmt: skip
     proc = run_kimi(["-p", "fetch"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
-    redirect, big, data = fetch_results(server, 1)
+    redirect, big, data = tool_results(server, 1)
     assert "refused: 169.254.169.254" in redirect
     assert "stopped reading at 5 MB" in big and len(big) < 45_000 and "characters cut" in big
     assert "is in " in big and "fetch-1.md" in big
@@ -110,7 +106,7 @@ def test_a_host_nobody_named_is_refused_headless_with_the_rule_to_add(
     server.add({"tool_calls": [tool_call("FetchURL", {"url": f"{site}/data.json"}, "j")]}, {"text": "ok"})
     proc = run_kimi(["-p", "look something up"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
-    (result,) = fetch_results(server, 1)
+    (result,) = tool_results(server, 1)
     assert "was not fetched" in result and 'allowed_hosts = ["127.0.0.1"]' in result
 
 
@@ -120,7 +116,7 @@ def test_private_addresses_are_refused_unless_allowed(
     server.add({"tool_calls": [tool_call("FetchURL", {"url": f"{site}/data.json"}, "j")]}, {"text": "ok"})
     proc = run_kimi(["-p", f"read {site}/data.json", "--yolo"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
-    assert "refused: 127.0.0.1 resolves to 127.0.0.1" in fetch_results(server, 1)[0]
+    assert "refused: 127.0.0.1 resolves to 127.0.0.1" in tool_results(server, 1)[0]
 
 
 def test_web_search_round_trip_sends_the_arguments_back_unchanged(

@@ -1,0 +1,357 @@
+"""Workspace file access that no symlink can steer out of the workspace, at any moment.
+
+Every open starts from a descriptor of the workspace root and refuses a symlink anywhere on the way:
+`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` where the kernel has it (Linux
+5.6+), else one `openat(O_NOFOLLOW)` per component from the root's descriptor. A command in the sandbox
+may swap any folder for a link while we work (renameat2 RENAME_EXCHANGE): the kernel then fails the
+open instead of following it. Callers that honour a symlink inside the workspace (the file tools)
+resolve it first (Workspace.resolve) and open the resolved path, so a link inside still works and a
+swap in between is refused. Checks (a regular file? how big?) use fstat on the opened descriptor, never
+the path string. Writes are a temp file and a rename inside the parent folder's descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import stat
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+SYS_OPENAT2 = 437  # the same number on x86_64 and aarch64 (syscalls added after 5.1 share one table)
+RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH = 0x02, 0x04, 0x08
+STRICT = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+CLOEXEC = os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY  # a FIFO or a tty never blocks us or becomes ours
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
+AT_REMOVEDIR = 0x200
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_openat2_ok: bool | None = None  # probed once per process
+
+
+class UnsafePath(OSError):
+    """The path goes through a symlink, or out of the workspace: refused, nothing opened."""
+
+
+class NotRegularFile(OSError):
+    """The path is a folder, a FIFO, a socket or a device where a regular file was expected."""
+
+
+def _parts(rel: str | os.PathLike[str]) -> list[str]:
+    """Components of a workspace-relative path; `..` and absolute paths are refused outright."""
+    text = os.fspath(rel)
+    if text.startswith("/"):
+        raise UnsafePath(errno.EXDEV, "absolute path where a workspace-relative one is needed", text)
+    parts = [p for p in text.split("/") if p and p != "."]
+    if ".." in parts:
+        raise UnsafePath(errno.EXDEV, "`..` in a workspace path", text)
+    return parts
+
+
+def _have_openat2() -> bool:
+    global _openat2_ok
+    if _openat2_ok is None:
+        fd = _sys_openat2(-100, "/", os.O_PATH | CLOEXEC, 0, 0)  # AT_FDCWD
+        _openat2_ok = fd >= 0
+        if fd >= 0:
+            os.close(fd)
+    return _openat2_ok
+
+
+def _sys_openat2(dirfd: int, path: str, flags: int, mode: int, resolve: int) -> int:
+    """The raw syscall: the new fd, or -errno (ENOSYS or EPERM where a kernel or seccomp lacks it)."""
+    how = ctypes.create_string_buffer(struct.pack("=QQQ", flags, mode, resolve), 24)
+    fd = _libc.syscall(SYS_OPENAT2, dirfd, os.fsencode(path), how, ctypes.c_size_t(24))
+    return int(fd) if fd >= 0 else -ctypes.get_errno()
+
+
+def open_root(root: str | os.PathLike[str]) -> int:
+    """A descriptor of the workspace root itself (the user chose it; it is already a resolved path)."""
+    return os.open(root, os.O_PATH | os.O_DIRECTORY | CLOEXEC)
+
+
+def _refused(err: int, rel: str) -> OSError:
+    if err in (errno.ELOOP, errno.EXDEV):
+        why = "a symlink is on the way" if err == errno.ELOOP else "it leads out of the workspace"
+        return UnsafePath(err, f"refused: {why}", rel)
+    return OSError(err, os.strerror(err), rel)
+
+
+def open_at(root_fd: int, rel: str, flags: int, mode: int = 0o666) -> int:
+    """Open `rel` beneath the root descriptor; no component, the last included, may be a symlink."""
+    parts = _parts(rel)
+    flags |= CLOEXEC | os.O_NOFOLLOW
+    if not parts:
+        return os.open(".", flags & ~os.O_NOFOLLOW & ~os.O_CREAT, dir_fd=root_fd)
+    if _have_openat2():
+        for _ in range(8):  # EAGAIN: a rename raced the lookup; the kernel asks us to try again
+            fd = _sys_openat2(root_fd, "/".join(parts), flags, mode if flags & os.O_CREAT else 0, STRICT)
+            if fd >= 0:
+                return fd
+            if -fd == errno.ENOTDIR and flags & os.O_DIRECTORY:
+                break  # a link where a folder should be also says ENOTDIR: the walk tells which
+            if -fd != errno.EAGAIN:
+                raise _refused(-fd, rel)
+    return _open_walk(root_fd, parts, flags, mode, rel)
+
+
+def _open_walk(root_fd: int, parts: list[str], flags: int, mode: int, rel: str) -> int:
+    """The fallback: one no-follow openat per folder, each from the descriptor of the one before."""
+    current = os.open(".", os.O_PATH | os.O_DIRECTORY | CLOEXEC, dir_fd=root_fd)
+    try:
+        for name in parts[:-1]:
+            try:
+                step = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC, dir_fd=current)
+            except NotADirectoryError:
+                if stat.S_ISLNK(os.stat(name, dir_fd=current, follow_symlinks=False).st_mode):
+                    raise _refused(errno.ELOOP, rel) from None
+                raise
+            os.close(current)
+            current = step
+        try:
+            return os.open(parts[-1], flags, mode, dir_fd=current)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK) or (
+                exc.errno == errno.ENOTDIR and flags & os.O_DIRECTORY and _is_link(current, parts[-1])
+            ):
+                raise _refused(errno.ELOOP, rel) from None
+            raise
+    finally:
+        os.close(current)
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    with contextlib.suppress(OSError):
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    return False
+
+
+@contextlib.contextmanager
+def rooted(root: str | os.PathLike[str]) -> Iterator[int]:
+    fd = open_root(root)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_file(root: str | os.PathLike[str], rel: str, flags: int = READ_FLAGS, mode: int = 0o666) -> int:
+    with rooted(root) as root_fd:
+        return open_at(root_fd, rel, flags, mode)
+
+
+def open_regular_at(root_fd: int, rel: str) -> tuple[int, os.stat_result]:
+    """A read descriptor of a regular file and its fstat; a folder, FIFO or device is refused."""
+    fd = open_at(root_fd, rel, READ_FLAGS)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise NotRegularFile(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL, what, rel)
+    return fd, st
+
+
+def read_at(root_fd: int, rel: str, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file (at most max_bytes) and its fstat, read through a no-follow open."""
+    fd, st = open_regular_at(root_fd, rel)
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        return fh.read() if max_bytes is None else fh.read(max_bytes), st
+
+
+def read_bytes(root: str | os.PathLike[str], rel: str, max_bytes: int | None = None) -> bytes:
+    with rooted(root) as root_fd:
+        return read_at(root_fd, rel, max_bytes)[0]
+
+
+def lstat_at(root_fd: int, rel: str) -> os.stat_result:
+    """lstat of `rel` (a final symlink is described, not followed); a link before it is refused."""
+    fd = open_at(root_fd, rel, os.O_PATH)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def open_dir_at(root_fd: int, rel: str, create: bool = False) -> int:
+    """A descriptor of a folder beneath the root; with create, missing folders are made (0777 & ~umask)."""
+    try:
+        return open_at(root_fd, rel, DIR_FLAGS)
+    except FileNotFoundError:
+        if not create:
+            raise
+    current = os.open(".", DIR_FLAGS | CLOEXEC, dir_fd=root_fd)
+    try:
+        for name in _parts(rel):
+            step = _child_dir(current, name, rel)
+            os.close(current)
+            current = step
+        return current
+    except BaseException:
+        os.close(current)
+        raise
+
+
+def _child_dir(current: int, name: str, rel: str) -> int:
+    """Open (making it when missing) one folder below `current`, never through a link."""
+    for _ in range(2):
+        try:
+            return os.open(name, DIR_FLAGS | os.O_NOFOLLOW | CLOEXEC, dir_fd=current)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):  # made by someone else meanwhile: open it next round
+                os.mkdir(name, 0o777, dir_fd=current)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(current, name):
+                raise _refused(errno.ELOOP, rel) from None
+            raise
+    return os.open(name, DIR_FLAGS | os.O_NOFOLLOW | CLOEXEC, dir_fd=current)
+
+
+def split(rel: str) -> tuple[str, str]:
+    """(folder, name) of a workspace-relative file path."""
+    parts = _parts(rel)
+    if not parts:
+        raise IsADirectoryError(errno.EISDIR, "the workspace root is a folder", rel)
+    return "/".join(parts[:-1]), parts[-1]
+
+
+def write_atomic_at(root_fd: int, rel: str, data: bytes, new_mode: int = 0o666, keep_mode: bool = True) -> None:
+    """Replace (or create) `rel` with data: a temp file in the parent folder's descriptor, fsync, rename.
+
+    The rename replaces whatever the name is at that moment, a link included, and never writes through
+    it. Parent folders are created. A new file gets new_mode & ~umask (the kernel applies the umask);
+    with keep_mode an existing file keeps its mode and, where we may set it, its owner.
+    """
+    folder, name = split(rel)
+    dir_fd = open_dir_at(root_fd, folder, create=True)
+    try:
+        try:
+            old: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            old = None
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", rel)
+        if old is not None and (not keep_mode or not stat.S_ISREG(old.st_mode)):
+            old = None  # a link (swapped in since the caller resolved it) is replaced, never written through
+        tmp = f".{name[:60]}.{secrets.token_hex(4)}.kimi-tmp"
+        mode = (old.st_mode & 0o777) if old is not None else new_mode  # never wider than the file it replaces
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | CLOEXEC, mode, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                if old is not None:
+                    with contextlib.suppress(PermissionError):
+                        os.fchown(fh.fileno(), old.st_uid, old.st_gid)
+                    os.fchmod(fh.fileno(), old.st_mode & 0o7777)
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def append_at(root_fd: int, rel: str, data: bytes) -> None:
+    """Append to an existing regular file (no temp copy: the file may be large)."""
+    fd = open_at(root_fd, rel, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_NOCTTY)
+    with os.fdopen(fd, "ab") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", rel)
+        fh.write(data)
+
+
+def symlink_at(root_fd: int, rel: str, target: str) -> None:
+    """Create (or replace) the link `rel` -> target; the link is made, never followed."""
+    folder, name = split(rel)
+    dir_fd = open_dir_at(root_fd, folder, create=True)
+    try:
+        tmp = f".{name[:60]}.{secrets.token_hex(4)}.kimi-tmp"
+        os.symlink(target, tmp, dir_fd=dir_fd)
+        try:
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def remove_at(root_fd: int, rel: str, prune: bool = True) -> bool:
+    """Unlink `rel` (a link is removed itself), then the folders it leaves empty; False if it was absent.
+
+    Folders on the way are opened without following links, so a folder swapped for a link to the
+    outside makes this fail rather than delete there.
+    """
+    folder, name = split(rel)
+    try:
+        dir_fd = open_dir_at(root_fd, folder)
+    except FileNotFoundError:
+        return False
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(dir_fd)
+    if prune:
+        prune_empty_at(root_fd, folder)
+    return True
+
+
+def prune_empty_at(root_fd: int, folder: str) -> None:
+    """Remove `folder` and its parents while they are empty (never the root)."""
+    parts = _parts(folder)
+    while parts:
+        try:
+            parent = open_dir_at(root_fd, "/".join(parts[:-1]))
+        except OSError:
+            return
+        try:
+            os.rmdir(parts[-1], dir_fd=parent)
+        except OSError:
+            return
+        finally:
+            os.close(parent)
+        parts.pop()
+
+
+def readlink_at(root_fd: int, rel: str) -> str:
+    """The text of the symlink `rel` (folders before it must be real folders)."""
+    folder, name = split(rel)
+    dir_fd = open_dir_at(root_fd, folder)
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def existing_at(root_fd: int, names: list[str]) -> list[str]:
+    """The names that exist now with only real folders above them (a final link counts: it is listed).
+
+    A listing from git can name `inc/x` while `inc` has become a link to somewhere else; such names
+    are dropped, so nothing outside the workspace is even named.
+    """
+    kept = []
+    for name in names:
+        try:
+            fd = open_at(root_fd, name, os.O_PATH)
+        except (OSError, ValueError):
+            continue
+        os.close(fd)
+        kept.append(name)
+    return kept
+
+
+def relative_to_root(root: Path, path: Path) -> str:
+    """`path` (already resolved, inside root) as the relative string the functions above take."""
+    rel = path.relative_to(root).as_posix()
+    return "" if rel == "." else rel

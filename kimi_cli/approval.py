@@ -35,7 +35,20 @@ class HeadlessApprover:
         )
 
     async def review_shell(self, command: str, sandbox: str) -> str | None:
-        if self.yolo or sandbox != "none":
+        """The terminal's rules on the parsed command: deny wherever the program appears; allow rules only
+        for one plain command; a line the deny rules cannot vet is refused, since nobody can be asked."""
+        from kimi_cli.shellparse.rules import check
+
+        verdict = check(command, self.allow, self.deny)
+        if verdict.kind == "denied":
+            return f"denied by the rule `{verdict.rule}`; do not try another way to run it"
+        if verdict.kind == "unreadable":
+            return (
+                f"deny rules are set and this command cannot be checked against them ({verdict.reason}), "
+                "and a headless run cannot ask. Write it as plain commands: no computed program names, "
+                "`eval`, `sh` without -c, `source`, or parameter operators."
+            )
+        if self.yolo or sandbox != "none" or verdict.kind == "allowed":
             return None
         return (
             "with --sandbox none every command needs approval, and a headless run cannot ask. "

@@ -3,53 +3,36 @@
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CONTROL = re.compile(r"[;&|`<>\n]|\$\(")
-RUNNERS = {"npm", "pnpm", "yarn", "uv", "poetry", "cargo", "go", "make", "python", "python3", "npx", "bun", "git"}
+from kimi_cli.shellparse.rules import Verdict, check, command_prefix
 
-
-def command_prefix(command: str) -> str:
-    """What 'always' approves: the program, plus its subcommand for runners (`npm test`, `cargo build`)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    if not words:
-        return ""
-    if words[0] in RUNNERS and len(words) > 1 and not words[1].startswith("-"):
-        return " ".join(words[:2])
-    if words[0] in ("python", "python3") and words[1:2] == ["-m"] and len(words) > 2:
-        return " ".join(words[:3])
-    return words[0]
-
-
-def matches(command: str, prefix: str) -> bool:
-    command = command.strip()
-    return command == prefix or command.startswith(prefix + " ")
+__all__ = ["ApprovalRules", "InteractiveApprover", "command_prefix", "save_allow_rule"]
 
 
 @dataclass
 class ApprovalRules:
+    """Allow (prefix) and deny rules, decided on the parsed command (kimi_cli.shellparse.rules)."""
+
     allow: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
 
+    def check(self, command: str) -> Verdict:
+        return check(command, self.allow, self.deny)
+
     def allowed(self, command: str) -> bool:
-        # A rule for `pytest` must not approve `pytest; rm -rf ~`: chained commands always ask.
-        return not CONTROL.search(command) and any(matches(command, p) for p in self.allow)
+        # A rule for `pytest` must not approve `pytest; rm -rf ~` or `pytest $(rm x)`: only plain commands.
+        return self.check(command).kind == "allowed"
 
     def denied(self, command: str) -> str | None:
-        parts = [p.strip() for p in re.split(r"[;&|\n]+", command)]
-        for prefix in self.deny:
-            if any(matches(part, prefix) for part in parts):
-                return prefix
-        return None
+        verdict = self.check(command)
+        return verdict.rule if verdict.kind == "denied" else None
 
 
-Ask = Callable[[str, str], Awaitable[str]]  # (command, prefix) -> "yes" | "always" | "save" | "no:<reason>"
+# (command, prefix) -> "yes" | "always" | "save" | "no:<reason>"; an empty prefix: `always` is not offered.
+Ask = Callable[[str, str], Awaitable[str]]
 
 
 class InteractiveApprover:
@@ -72,17 +55,19 @@ class InteractiveApprover:
         self.project_config = project_config
 
     async def review_shell(self, command: str, sandbox: str) -> str | None:
-        denied = self.rules.denied(command)
-        if denied:
-            return f"denied by the rule `{denied}` (/deny); ask the user before trying another way"
-        if self.yolo or self.rules.allowed(command):
+        verdict = self.rules.check(command)
+        if verdict.kind == "denied":
+            return f"denied by the rule `{verdict.rule}` (/deny); ask the user before trying another way"
+        unvetted = verdict.kind == "unreadable"  # deny rules are set and cannot be checked: always ask
+        if not unvetted and (self.yolo or verdict.kind == "allowed"):
             return None
-        needs_asking = self.policy == "ask" or sandbox == "none" or self.network
+        needs_asking = unvetted or self.policy == "ask" or sandbox == "none" or self.network
         if not needs_asking:
             return None
         if self.policy == "never":
-            return "this command needs approval and approvals are set to `never`"
-        return await self._ask(command, command_prefix(command), savable=True)
+            why = f" (deny rules cannot be checked: {verdict.reason})" if unvetted else ""
+            return f"this command needs approval and approvals are set to `never`{why}"
+        return await self._ask(command, "" if unvetted else command_prefix(command), savable=True)
 
     async def review_web(self, host: str, url: str) -> str | None:
         """A host nobody named: ask (always = for the rest of the session)."""
@@ -108,6 +93,8 @@ class InteractiveApprover:
     async def _ask(self, question: str, rule: str, savable: bool) -> str | None:
         """Ask the user; `always` keeps `rule` for the session, `save` also writes it to the project config."""
         answer = await self.ask(question, rule)
+        if answer in ("always", "save") and not rule:
+            return None  # nothing to remember: this once only
         if answer in ("always", "save"):
             self.rules.allow.append(rule)
             if answer == "save" and savable and self.project_config is not None:

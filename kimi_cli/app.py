@@ -17,6 +17,7 @@ from kimi_cli.images import build_user_message
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.signals import CancelOnSignal
 from kimi_cli.ui.headless import HeadlessRenderer, OutputFormat
+from kimi_cli.ui.sanitize import visible
 from kimi_cli.workspace_git import switch_to_work_branch
 
 RESUME_PROMPT = "Continue the task from where you left off."
@@ -63,13 +64,13 @@ def run_headless(opts: RunOptions) -> int:
         if opts.output_format == "text" and runtime.sandbox.name != "bwrap":
             sys.stderr.write(f"kimi: sandbox {runtime.sandbox.name}: {runtime.sandbox_reason}\n")
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        sys.stderr.write(f"kimi: {visible(str(exc))}\n")
         return int(exc.exit_code)
     try:
         if opts.branch:
             sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        sys.stderr.write(f"kimi: {visible(str(exc))}\n")
         asyncio.run(runtime.aclose())
         runtime.session.close()
         return int(exc.exit_code)
@@ -88,6 +89,7 @@ def run_headless(opts: RunOptions) -> int:
         },
         "model": runtime.endpoint.model,
         "provider": runtime.endpoint.provider,
+        **cost_fields(runtime, agent.usage.as_dict(), provider.first_usage),
     }
     agent.emit(
         Finished(
@@ -103,6 +105,23 @@ def run_headless(opts: RunOptions) -> int:
     runtime.session.set_status(outcome.reason)
     runtime.session.close()
     return int(outcome.exit_code)
+
+
+def cost_fields(runtime: Runtime, usage: dict[str, int], first: Any) -> dict[str, Any]:
+    """`cost` (cache hits and misses priced apart, from the model table) and whether the first request hit."""
+    from kimi_cli.llm.costs import cost_of, rates_for
+
+    cost = cost_of(usage, rates_for(runtime.info(), runtime.config.pricing))
+    out: dict[str, Any] = {"cost": cost.as_dict(), "effort": provider_effort(runtime)}
+    if first is not None:
+        out["first_request"] = {"prompt_tokens": first.prompt_tokens, "cached_tokens": first.cached_tokens,
+                                "cache_hit": first.cached_tokens > 0}  # fmt: skip
+    return out
+
+
+def provider_effort(runtime: Runtime) -> str | None:
+    """The effort sent, or None where the model takes no reasoning control."""
+    return None if runtime.info().reasoning == "none" else runtime.effort
 
 
 def run_until_done(

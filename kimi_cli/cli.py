@@ -85,6 +85,14 @@ def main_command(
         list[Path] | None,
         typer.Option("--mcp-config", help="An MCP servers JSON file to add (repeatable).", metavar="PATH"),
     ] = None,
+    effort: Annotated[
+        str | None,
+        typer.Option(
+            "--effort",
+            help="Reasoning effort: low | high | max (default: high interactive, max with -p; KIMI_EFFORT).",
+            metavar="LEVEL",
+        ),
+    ] = None,
     no_thinking: Annotated[
         bool, typer.Option("--no-thinking", help="Local engine: ask Kimi K3 to answer without thinking first.")
     ] = False,
@@ -131,6 +139,8 @@ def main_command(
         return
     if output_format not in ("text", "json", "stream-json"):
         _usage(f"--output-format must be text, json or stream-json, not {output_format!r}")
+    if effort is not None and effort not in ("low", "high", "max"):
+        _usage(f"--effort must be low, high or max, not {effort!r}")
     from kimi_cli.app import RunOptions, run_headless
 
     flags: dict[str, object] = {
@@ -141,6 +151,7 @@ def main_command(
         "max_tokens": max_tokens,
         "context_length": context_length,
         "thinking": False if no_thinking else None,
+        "effort": effort,
         "mcp_config": [str(p) for p in mcp_config] if mcp_config else None,
         "yolo": yolo or None,
     }
@@ -173,7 +184,9 @@ def main_command(
 
 
 def _usage(message: str) -> None:
-    typer.echo(f"kimi: {message}", err=True)
+    from kimi_cli.ui.sanitize import visible
+
+    typer.echo(f"kimi: {visible(message)}", err=True)
     raise typer.Exit(2)
 
 
@@ -185,6 +198,7 @@ def sessions_command(
     import time
 
     from kimi_cli.session.store import list_sessions
+    from kimi_cli.ui.sanitize import visible
 
     infos = list_sessions((workdir or Path.cwd()).resolve())
     if not infos:
@@ -192,7 +206,8 @@ def sessions_command(
         return
     for info in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
-        typer.echo(f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}")
+        line = f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}"
+        typer.echo(visible(line, one_line=True))
 
 
 @app.command("ci-repair")
@@ -214,6 +229,9 @@ def ci_repair_command(
     model: Annotated[str | None, typer.Option("--model", metavar="NAME")] = None,
     provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    effort: Annotated[
+        str | None, typer.Option("--effort", help="Reasoning effort: low | high | max (default max).", metavar="LEVEL")
+    ] = None,
     sandbox: Annotated[
         str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
     ] = None,
@@ -227,6 +245,8 @@ def ci_repair_command(
         _usage("--output-format must be text or json")
     if not 1 <= test_timeout <= 3600:
         _usage("--test-timeout must be between 1 and 3600 seconds")
+    if effort is not None and effort not in ("low", "high", "max"):
+        _usage(f"--effort must be low, high or max, not {effort!r}")
     from kimi_cli.ci.repair import run_ci_repair
 
     flags: dict[str, object] = {
@@ -237,6 +257,7 @@ def ci_repair_command(
             ("base_url", base_url),
             ("max_steps", max_steps),
             ("max_tokens", max_tokens),
+            ("effort", effort),
         )
         if v
     }

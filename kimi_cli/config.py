@@ -90,11 +90,36 @@ class ApprovalSettings(_Strict):
 
 
 class PricingSettings(_Strict):
-    """Dollars per million tokens, for the cost in the status line (assumed Kimi list prices by default)."""
+    """Dollars per million tokens. Unset: the model table's prices (kimi_cli/llm/models.toml); a value set
+    here overrides the table's for every model (a negotiated rate, a proxy's markup)."""
 
-    input: float = Field(default=0.60, ge=0)
-    cached_input: float = Field(default=0.15, ge=0)
-    output: float = Field(default=2.50, ge=0)
+    input: float | None = Field(default=None, ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
+
+
+class ModelOverride(_Strict):
+    """`[models."ID"]`: add a model to the table or change one of its facts (same keys as models.toml)."""
+
+    name: str | None = None
+    aliases: list[str] | None = None
+    context_window: int | None = Field(default=None, ge=1024)
+    image_input: bool | None = None
+    reasoning: Literal["effort", "thinking", "none"] | None = None
+    effort_levels: list[str] | None = None
+    thinking_can_disable: bool | None = None
+    price_input: float | None = Field(default=None, ge=0)
+    price_cached_input: float | None = Field(default=None, ge=0)
+    price_output: float | None = Field(default=None, ge=0)
+    price_source: str | None = None
+    max_tools: int | None = Field(default=None, ge=1)
+    max_request_bytes: int | None = Field(default=None, ge=100_000)
+    image_patch: int | None = Field(default=None, ge=1)
+    image_long_edge: int | None = Field(default=None, ge=64, le=16384)
+
+
+class ImageSettings(_Strict):
+    long_edge: int | None = Field(default=None, ge=64, le=16384)  # None: the model table's bound
 
 
 class Config(_Strict):
@@ -124,6 +149,9 @@ class Config(_Strict):
     web: WebSettings = Field(default_factory=WebSettings)
     grep_timeout: float = Field(default=20.0, gt=0, le=600)  # seconds before a Grep search is stopped
     pricing: PricingSettings = Field(default_factory=PricingSettings)
+    effort: Literal["low", "high", "max"] | None = None  # None: high interactive, max headless and ci-repair
+    models: dict[str, ModelOverride] = Field(default_factory=dict)
+    images: ImageSettings = Field(default_factory=ImageSettings)
 
 
 @dataclass(frozen=True)
@@ -180,6 +208,7 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
         ("KIMI_MODEL", "model"),
         ("KIMI_TRANSPORT", "transport"),
         ("KIMI_CONTEXT_LENGTH", "context_length"),
+        ("KIMI_EFFORT", "effort"),
     )
     for var, key in pairs:
         if environ.get(var):

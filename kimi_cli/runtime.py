@@ -15,6 +15,7 @@ from kimi_cli.agent.loop import Agent
 from kimi_cli.checkpoints import ShadowRepo
 from kimi_cli.config import HEADLESS_MAX_STEPS, Config, Endpoint, load_config, resolve_endpoint
 from kimi_cli.context.session_context import SessionContext
+from kimi_cli.llm.models import ModelInfo, lookup, resolve_effort, with_context
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.llm.types import Message
 from kimi_cli.mcp.manager import McpManager
@@ -60,6 +61,8 @@ class Runtime:
     providers: list[ChatProvider] = field(default_factory=list)
     mcp: McpManager | None = None
     tasks: TaskManager | None = None
+    model_info: ModelInfo | None = None  # the model table's entry in use (window from the server where it says)
+    effort: str | None = None  # None until the first agent: then the configured effort or the mode's default
 
     @classmethod
     def build(
@@ -80,7 +83,8 @@ class Runtime:
         mcp = start_mcp(workdir, config.mcp_config)  # servers come up while the repository is packed
         from kimi_cli.llm.endpoint_info import resolve_context_length
 
-        window, window_source = resolve_context_length(endpoint, config.context_length)
+        info = lookup(endpoint.model, endpoint.provider, _overrides(config))
+        window, window_source = resolve_context_length(endpoint, config.context_length, info)
         context = SessionContext(
             workdir,
             budget=config.context.budget or int(window * config.context.budget_ratio),
@@ -112,6 +116,7 @@ class Runtime:
         return cls(
             config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, resume_note,
             sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
+            model_info=with_context(info, window),
         )  # fmt: skip
 
     def make_agent(
@@ -121,9 +126,12 @@ class Runtime:
         extra: dict[str, Any] = {}
         if self.config.thinking is False and self.endpoint.provider in ("local", "openai"):
             extra["chat_template_kwargs"] = {"thinking": False}  # vLLM's K3 chat template reads this switch
+        if self.effort is None:
+            self.effort = resolve_effort(self.config.effort, "headless" if headless else "interactive")
         provider = ChatProvider(
-            self.endpoint, self.config.retry, self.session.id, transport=self.config.transport, extra_body=extra
-        )
+            self.endpoint, self.config.retry, self.session.id, transport=self.config.transport, extra_body=extra,
+            model_info=self.info(), effort=self.effort, cache_scope=str(self.workdir),
+        )  # fmt: skip
         self.providers.append(provider)
         max_steps = self.config.max_steps
         if max_steps is None and headless:
@@ -185,9 +193,17 @@ class Runtime:
         )
         if runner is not None:
             runner.parent = agent
+        provider.on_notice = lambda message: agent.emit(Notice(message))
         for notice in notices:
             agent.emit(Notice(notice))
         return agent, provider
+
+    def info(self, model: str | None = None) -> ModelInfo:
+        """The model table's entry for `model` (default: the one in use), with the window this session uses."""
+        if model is None and self.model_info is not None:
+            return self.model_info
+        found = lookup(model or self.endpoint.model, self.endpoint.provider, _overrides(self.config))
+        return found if model else with_context(found, self.context_length)
 
     def switch_session(self, choice: SessionChoice) -> None:
         """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""
@@ -212,6 +228,10 @@ class Runtime:
         with contextlib.suppress(Exception):
             await self.sandbox.close()
         shutil.rmtree(self.private_tmp, ignore_errors=True)
+
+
+def _overrides(config: Config) -> dict[str, dict[str, Any]]:
+    return {k: v.model_dump(exclude_none=True) for k, v in config.models.items()}
 
 
 def open_session(

@@ -63,11 +63,35 @@ def endpoint_line(workdir: Path) -> str:
         endpoint = resolve_endpoint(config)
     except KimiError as exc:
         first = str(exc).splitlines()[0]
-        return f"endpoint: not usable here ({first})"
+        return f"endpoint: not usable here ({first})" + _table_line(workdir)
     from kimi_cli.llm.endpoint_info import resolve_context_length
+    from kimi_cli.llm.models import lookup, resolve_effort
 
-    window, source = resolve_context_length(endpoint, config.context_length)
+    overrides = {k: v.model_dump(exclude_none=True) for k, v in config.models.items()}
+    info = lookup(endpoint.model, endpoint.provider, overrides)
+    window, source = resolve_context_length(endpoint, config.context_length, info)
+    effort = (
+        f"effort {config.effort} (configured)"
+        if config.effort
+        else f"effort {resolve_effort(None, 'interactive')} interactive, {resolve_effort(None, 'headless')} with -p"
+    )
     return (
         f"endpoint: {endpoint.provider} · {endpoint.base_url} · model {endpoint.model} · "
-        f"context {window:,} tokens (from {source})"
+        f"context {window:,} tokens (from {source})\n"
+        f"model table: {info.describe()}\n"
+        f"{effort}" + ("" if info.reasoning != "none" else " (not sent: this model takes no reasoning control)")
     )
+
+
+def _table_line(workdir: Path) -> str:
+    """The model table's entry for the configured model, even when no endpoint is usable yet."""
+    from kimi_cli.config import DEFAULT_MODEL, load_config
+    from kimi_cli.errors import KimiError
+    from kimi_cli.llm.models import lookup
+
+    try:
+        config = load_config(workdir)
+    except KimiError:
+        return ""
+    overrides = {k: v.model_dump(exclude_none=True) for k, v in config.models.items()}
+    return "\nmodel table: " + lookup(config.model or DEFAULT_MODEL, config.provider or "", overrides).describe()

@@ -15,6 +15,7 @@ from kimi_cli.checkpoints import ShadowRepo
 from kimi_cli.ci.failures import counts, failing_tests, trim_failures
 from kimi_cli.ci.results import RepairResult, TestRun
 from kimi_cli.errors import ExitCode, KimiError
+from kimi_cli.llm.costs import Cost, cost_of, rates_for
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
@@ -77,7 +78,8 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     result.after = after
     result.status = "fixed" if after.green else "not-fixed"
     result.usage = agent.usage.as_dict()
-    result.cost = _cost(runtime, result.usage)
+    cost = _cost(runtime, result.usage)
+    result.cost, result.cost_detail = cost.total_usd, cost.as_dict()
     from kimi_cli.context.compaction import files_touched
 
     result.files = _changed_files(runtime.workdir, files_touched(agent.messages))
@@ -86,11 +88,9 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     return result
 
 
-def _cost(runtime: Runtime, usage: dict[str, int]) -> float:
-    p = runtime.config.pricing
-    fresh = usage.get("prompt_tokens", 0) - usage.get("cached_tokens", 0)
-    return (fresh * p.input + usage.get("cached_tokens", 0) * p.cached_input + usage.get("completion_tokens", 0)
-            * p.output) / 1e6  # fmt: skip
+def _cost(runtime: Runtime, usage: dict[str, int]) -> Cost:
+    """Cache hits and misses, each at the model table's rate (or [pricing] from the config)."""
+    return cost_of(usage, rates_for(runtime.info(), runtime.config.pricing))
 
 
 def _changed_files(root: Path, written: list[str]) -> list[str]:

@@ -34,8 +34,15 @@ def render_report(result: RepairResult, seconds: float) -> str:
         lines += ["", "### Files changed", *[f"- `{path}`" for path in result.files]]
     usage = result.usage
     if usage:
+        detail = result.cost_detail
+        hits, misses = usage.get("cached_tokens", 0), usage.get("prompt_tokens", 0) - usage.get("cached_tokens", 0)
+        money = (
+            f"about ${result.cost:.4f} (misses ${detail.get('input_uncached_usd', 0):.4f}, hits "
+            f"${detail.get('input_cached_usd', 0):.4f}, output ${detail.get('output_usd', 0):.4f})"
+        )
         lines += ["", "### Cost",
-                  f"{usage.get('prompt_tokens', 0):,} prompt tokens ({usage.get('cached_tokens', 0):,} cached), "
-                  f"{usage.get('completion_tokens', 0):,} output tokens, about ${result.cost:.4f}; "
-                  f"{seconds:.0f} s; session `{result.session_id}`."]  # fmt: skip
+                  f"{usage.get('prompt_tokens', 0):,} input tokens: {hits:,} prompt-cache hits and {misses:,} misses; "
+                  f"{usage.get('completion_tokens', 0):,} output tokens; {money}; "
+                  f"{seconds:.0f} s; session `{result.session_id}`.",
+                  f"Rates: {detail.get('rates_source', 'n/a')}."]  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ class RepairResult:
     files: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     cost: float = 0.0
+    cost_detail: dict[str, Any] = field(default_factory=dict)  # kimi_cli.llm.costs.Cost.as_dict()
     session_id: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -44,4 +45,5 @@ class RepairResult:
         return {"status": self.status, "command": self.command, "attempts": self.attempts, "branch": self.branch,
                 "commit": self.commit, "files_changed": self.files, "summary": self.summary,
                 "tests_before": run(self.before), "tests_after": run(self.after), "usage": self.usage,
-                "cost_usd": round(self.cost, 4), "session_id": self.session_id}  # fmt: skip
+                "cost_usd": round(self.cost, 4), "cost": self.cost_detail,
+                "session_id": self.session_id}  # fmt: skip

@@ -2,7 +2,8 @@
 
 Sources, first that answers: `--context-length` / KIMI_CONTEXT_LENGTH / config; the server's
 `/v1/models` (vLLM `max_model_len`, Moonshot `context_length`, llama.cpp `meta.n_ctx_train`); llama.cpp's
-`/props` (`n_ctx`); the model profile's default. Plain urllib: no client import on the start-up path.
+`/props` (`n_ctx`); the model table's window (kimi_cli/llm/models.toml; a safe 128k for an unknown model).
+Plain urllib: no client import on the start-up path.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import json
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kimi_cli.config import Endpoint
 from kimi_cli.paths import kimi_home
+
+if TYPE_CHECKING:
+    from kimi_cli.llm.models import ModelInfo
 
 DEFAULT_CONTEXT = 1_048_576  # Kimi K3.1 Pro
 CACHE_NAME = "endpoints.json"
@@ -96,7 +100,19 @@ def _read_cache() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def resolve_context_length(endpoint: Endpoint, configured: int | None) -> tuple[int, str]:
+def _fallback(endpoint: Endpoint, info: ModelInfo | None) -> tuple[int, str]:
+    if info is None:
+        from kimi_cli.llm.models import lookup
+
+        info = lookup(endpoint.model, endpoint.provider)
+    if info.known:
+        return info.context_window, f"the model table ({info.id}; the server does not say)"
+    return info.context_window, "a safe default for an unknown model (the server does not say)"
+
+
+def resolve_context_length(
+    endpoint: Endpoint, configured: int | None, info: ModelInfo | None = None
+) -> tuple[int, str]:
     """(tokens, where the figure came from)."""
     if configured:
         return configured, "configuration (--context-length, KIMI_CONTEXT_LENGTH or context_length)"
@@ -106,7 +122,7 @@ def resolve_context_length(endpoint: Endpoint, configured: int | None) -> tuple[
     if isinstance(entry, dict) and time.time() - float(entry.get("checked", 0)) < CACHE_SECONDS:
         if isinstance(entry.get("context_length"), int):
             return int(entry["context_length"]), str(entry.get("source", "the server")) + " (cached)"
-        return DEFAULT_CONTEXT, "the model profile's default (the server does not say)"
+        return _fallback(endpoint, info)
     found, source = ask_server(endpoint)
     cache[key] = {"context_length": found, "source": source, "checked": time.time()}
     with contextlib.suppress(OSError):
@@ -116,4 +132,4 @@ def resolve_context_length(endpoint: Endpoint, configured: int | None) -> tuple[
         tmp.replace(_cache_path())
     if found:
         return found, source
-    return DEFAULT_CONTEXT, "the model profile's default (the server does not say)"
+    return _fallback(endpoint, info)

@@ -3,11 +3,15 @@
 Retried: 429 (Retry-After honoured), 5xx, resets, timeouts, streams that end without `finish_reason`, an
 empty stream (once). Not retried: an unresolvable host, 401/403/404/400; a refused connection to a
 non-local host stops after 2 tries. A 400 that names an optional field we sent drops the field, once.
+
+Model-specific fields come from the model table (kimi_cli/llm/models.py): the reasoning effort goes as
+`reasoning_effort` to K3-family models and as `thinking` to K2.x, and to no other model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import re
 import time
@@ -19,6 +23,7 @@ from kimi_cli.config import Endpoint, RetrySettings
 from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.llm.assemble import ChunkAssembler, StreamCallbacks
 from kimi_cli.llm.failures import ContextOverflow, Failure, HTTPFailure, classify
+from kimi_cli.llm.models import ModelInfo, lookup, reasoning_fields
 from kimi_cli.llm.retry import backoff_delay, parse_retry_after
 from kimi_cli.llm.transport import HttpxTransport, OpenAITransport, Transport
 from kimi_cli.llm.types import Completion, Message
@@ -27,7 +32,16 @@ from kimi_cli.logs import MIN_SECRET_LEN, get_logger, register_secret
 
 __all__ = ["ChatProvider", "StreamCallbacks"]
 
-OPTIONAL_FIELDS = ("prompt_cache_key", "stream_options", "tool_choice", "max_tokens", "parallel_tool_calls")
+OPTIONAL_FIELDS = (
+    "prompt_cache_key",
+    "stream_options",
+    "tool_choice",
+    "max_tokens",
+    "parallel_tool_calls",
+    "reasoning_effort",
+    "thinking",
+)
+TOLD_FIELDS = ("reasoning_effort", "thinking")  # the user chose these: say so when the server refuses one
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 REFUSED_TRIES_REMOTE = 2
 log = get_logger("llm")
@@ -44,10 +58,22 @@ class ChatProvider:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         transport: str = "httpx",
         extra_body: dict[str, Any] | None = None,
+        model_info: ModelInfo | None = None,
+        effort: str | None = None,
+        cache_scope: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.retry = retry
         self.session_id = session_id
+        self.model_info = model_info or lookup(endpoint.model, endpoint.provider)
+        self.effort = effort  # None: send no reasoning field at all
+        # The prompt cache key: per workspace and prefix, so a new session over the same pack can hit the
+        # cache on its first request. None: the session id (one cache per session, as before).
+        self.cache_scope = cache_scope
+        self._cache_key: tuple[object, str] | None = None
+        self.on_notice: Callable[[str], None] = lambda _m: None  # told once per refused field or odd effort
+        self._told: set[str] = set()
+        self.first_usage: Any = None  # the Usage of the first answer (did the first request hit the cache?)
         self._sleep = sleep
         self.transport_name = transport
         self._transport: Transport | None = None
@@ -71,16 +97,50 @@ class ChatProvider:
             return text
         return re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "[REDACTED]", text)
 
-    def fields(self, tools: bool, max_tokens: int | None) -> dict[str, Any]:
+    def set_model(self, endpoint: Endpoint, model_info: ModelInfo) -> None:
+        """`/model NAME`: later requests go to this model, with its own fields."""
+        self.endpoint = endpoint
+        self.model_info = model_info
+        self.dropped.discard("reasoning_effort")
+        self.dropped.discard("thinking")
+
+    def reasoning(self) -> dict[str, Any]:
+        """The effort as this model takes it (nothing for a model that takes none)."""
+        if self.effort is None:
+            return {}
+        out, note = reasoning_fields(self.model_info, self.effort)
+        if note:
+            self._tell(f"effort:{self.model_info.id}:{self.effort}", note)
+        return out
+
+    def cache_key(self, messages: list[Message]) -> str:
+        """Workspace + the system message's bytes (the pack): the same repository and pack give the same
+        key across sessions. Hashed once per system-message object."""
+        if self.cache_scope is None or not messages or messages[0].get("role") != "system":
+            return self.session_id
+        first = messages[0]
+        if self._cache_key is None or self._cache_key[0] is not first:
+            digest = hashlib.sha256(self.cache_scope.encode("utf-8", "replace") + b"\0")
+            digest.update(str(first.get("content", "")).encode("utf-8", "replace"))
+            self._cache_key = (first, "kimi-" + digest.hexdigest()[:32])
+        return self._cache_key[1]
+
+    def fields(self, tools: bool, max_tokens: int | None, messages: list[Message] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"model": self.endpoint.model, "stream": True}
         out["stream_options"] = {"include_usage": True}
-        out["prompt_cache_key"] = self.session_id
+        out["prompt_cache_key"] = self.cache_key(messages or [])
         if tools:
             out["tool_choice"] = "auto"
         if max_tokens:
             out["max_tokens"] = max_tokens
+        out.update(self.reasoning())
         out.update(self.extra_body)
         return {k: v for k, v in out.items() if k not in self.dropped}
+
+    def _tell(self, key: str, message: str) -> None:
+        if key not in self._told:
+            self._told.add(key)
+            self.on_notice(message)
 
     async def complete(
         self,
@@ -97,7 +157,10 @@ class ChatProvider:
         while True:
             started = time.perf_counter()
             try:
-                return await self._stream_once(messages, tools, cb, max_tokens)
+                completion = await self._stream_once(messages, tools, cb, max_tokens)
+                if self.first_usage is None and tools:  # the agent's first request (a summary has no tools)
+                    self.first_usage = completion.usage
+                return completion
             except (KimiError, asyncio.CancelledError):
                 raise
             except Exception as exc:
@@ -137,7 +200,7 @@ class ChatProvider:
     async def _stream_once(
         self, messages: list[Message], tools: list[dict[str, Any]], cb: StreamCallbacks, max_tokens: int | None
     ) -> Completion:
-        fields = self.fields(bool(tools), max_tokens)
+        fields = self.fields(bool(tools), max_tokens, messages)
         body = self.history.body(fields, messages, tools)
         log.debug(
             "POST %s/chat/completions model=%s messages=%d (%d newly encoded) bytes=%d fields=%s",
@@ -159,9 +222,17 @@ class ChatProvider:
         if not isinstance(exc, HTTPFailure) or exc.status not in (400, 422):
             return False
         for name in OPTIONAL_FIELDS:
+            if name in TOLD_FIELDS and not _refuses(exc.message, name):
+                continue  # "thinking is enabled but reasoning_content is missing" names it without refusing it
             if name not in self.dropped and name in exc.message:
                 self.dropped.add(name)
                 log.debug("the server rejected %s; sending requests without it from now on", name)
+                if name in TOLD_FIELDS:
+                    self._tell(
+                        f"dropped:{name}",
+                        f"{self.endpoint.base_url} refused the {name} field ({self.redact(short_text(exc.message))}); "
+                        f"the effort setting is not sent for the rest of this session",
+                    )
                 return True
         return False
 
@@ -204,3 +275,23 @@ class ChatProvider:
     async def aclose(self) -> None:
         if self._transport is not None:
             await self._transport.aclose()
+
+
+REFUSAL_WORDS = re.compile(
+    r"unrecogni[sz]ed|unknown|unsupported|not supported|does not support|invalid|not allowed|not permitted|"
+    r"unexpected|extra (field|input|argument)s?|not (a )?valid",
+    re.IGNORECASE,
+)
+
+
+def _refuses(message: str, field: str) -> bool:
+    """Whether an error message refuses `field` itself, rather than merely mentioning the word (Moonshot's
+    "thinking is enabled but reasoning_content is missing" is about the history, not the field)."""
+    if "reasoning_content" in message:
+        return False
+    return bool(re.search(rf"(?<![\w.]){re.escape(field)}(?![\w])", message)) and bool(REFUSAL_WORDS.search(message))
+
+
+def short_text(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -27,7 +27,8 @@ HELP = {
     "clear": "start a new session",
     "compact": "summarise the conversation now to free context",
     "undo": "/undo [N | list]: put files back as they were before your last prompt (or undo point N)",
-    "model": "/model [NAME]: show or change the model",
+    "model": "/model [NAME]: show or change the model (and its entry in the model table)",
+    "effort": "/effort [low|high|max]: show or change the reasoning effort",
     "sessions": "list this folder's sessions",
     "resume": "/resume ID: switch to an earlier session",
     "image": "/image PATH: attach an image to your next message",
@@ -117,7 +118,23 @@ class SlashCommands:
     async def cmd_model(self, arg: str) -> None:
         if arg:
             self.app.set_model(arg)
-        self.console.print(f"model: {self.app.runtime.endpoint.model} ({self.app.runtime.endpoint.provider})")
+        runtime = self.app.runtime
+        self.console.print(f"model: {runtime.endpoint.model} ({runtime.endpoint.provider})")
+        self.console.print(Text(f"model table: {runtime.info().describe()}", style="dim"))
+
+    async def cmd_effort(self, arg: str) -> None:
+        from kimi_cli.llm.models import EFFORTS, reasoning_fields
+
+        if arg and arg not in EFFORTS:
+            self.console.print(Text(f"usage: /effort {'|'.join(EFFORTS)}", style="yellow"))
+            return
+        if arg:
+            self.app.set_effort(arg)
+        info = self.app.runtime.info()
+        effort = self.app.provider.effort or ""
+        sent, note = reasoning_fields(info, effort)
+        how = ", ".join(f"{k}={v}" for k, v in sent.items()) or f"nothing: {info.id} takes no reasoning control"
+        self.console.print(f"effort {effort}: sent as {how}" + (f" ({note})" if note else ""))
 
     async def cmd_sessions(self, arg: str) -> None:
         current = self.app.runtime.session.id
@@ -160,13 +177,23 @@ class SlashCommands:
         self.console.print(Syntax(patch, "diff", theme="ansi_dark") if patch else "no changes")
 
     async def cmd_cost(self, arg: str) -> None:
+        from kimi_cli.llm.costs import cost_of, first_request_line, rates_for
+
         st = self.app.status
         rt = self.app.runtime
+        usage = {"prompt_tokens": st.prompt_tokens, "cached_tokens": st.cached_tokens,
+                 "completion_tokens": st.completion_tokens}  # fmt: skip
+        rates = rates_for(rt.info(), rt.config.pricing)
+        self.console.print(cost_of(usage, rates).summary())
+        self.console.print(first_request_line(self.app.provider.first_usage))
+        per = f"${rates.input:g} miss / ${rates.cached_input:g} hit / ${rates.output:g} output per 1M tokens"
+        self.console.print(Text(f"rates: {per} ({rates.source})", style="dim"))
         self.console.print(
-            f"prompt {st.prompt_tokens:,} (cached {st.cached_tokens:,}) · output "
-            f"{st.completion_tokens:,} · {st.line().split(' · ')[4]}\n"
-            f"context window {rt.context_length:,} tokens, from {rt.context_source} · "
-            f"{rt.endpoint.provider} {rt.endpoint.base_url} {rt.endpoint.model}"
+            Text(
+                f"context window {rt.context_length:,} tokens, from {rt.context_source} · "
+                f"{rt.endpoint.provider} {rt.endpoint.base_url} · {rt.info().describe()}",
+                style="dim",
+            )
         )
 
     async def cmd_sandbox(self, arg: str) -> None:

@@ -7,6 +7,7 @@ from typing import Protocol
 from rich.console import Console
 
 from kimi_cli.agent.loop import Agent
+from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.ui.interactive.approvals import ApprovalRules
 from kimi_cli.ui.interactive.render import SessionStatus, TerminalRenderer
@@ -18,6 +19,7 @@ class SessionHost(Protocol):
     console: Console
     runtime: Runtime
     agent: Agent
+    provider: ChatProvider
     renderer: TerminalRenderer
     status: SessionStatus
     rules: ApprovalRules
@@ -26,5 +28,6 @@ class SessionHost(Protocol):
     def switch(self, choice: SessionChoice) -> None: ...
     def reload_history(self) -> None: ...
     def set_model(self, model: str) -> None: ...
+    def set_effort(self, effort: str) -> None: ...
     def print_recap(self) -> None: ...
     async def ask_line(self, question: str) -> str: ...

@@ -54,6 +54,7 @@ class SessionStatus:
     cached_tokens: int = 0
     completion_tokens: int = 0
     running_tasks: Callable[[], int] = lambda: 0  # background commands still running
+    effort: str = ""  # "effort high", or "" for a model that takes no reasoning control
 
     def add(self, usage: dict[str, int]) -> None:
         self.context_tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
@@ -73,8 +74,9 @@ class SessionStatus:
         cost = f"${self.cost:.3f}" if any(vars(self.pricing).values()) else "cost n/a"
         tasks = self.running_tasks()
         running = f" · {tasks} task{'s' if tasks != 1 else ''} running" if tasks else ""
+        model = f"{self.model} ({self.effort})" if self.effort else self.model
         return (
-            f"{self.model} · {self.provider} · ctx {self.context_tokens:,}/{self.window:,} ({pct:.1f}%) · "
+            f"{model} · {self.provider} · ctx {self.context_tokens:,}/{self.window:,} ({pct:.1f}%) · "
             f"cached {cached:.0f}% · {cost} · sandbox {self.sandbox}{running}"
         )
 

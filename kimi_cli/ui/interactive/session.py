@@ -40,7 +40,7 @@ class InteractiveApp:
             runtime.endpoint.provider,
             runtime.context_length,
             runtime.sandbox.name,
-            Pricing(cfg.pricing.input, cfg.pricing.cached_input, cfg.pricing.output),
+            self.pricing(),
         )
         self.renderer = TerminalRenderer(self.console, self.status)
         self.rules = ApprovalRules(list(cfg.approval.allow), list(cfg.approval.deny))
@@ -53,6 +53,7 @@ class InteractiveApp:
             runtime.workdir / ".kimi" / "config.toml",
         )
         self.agent, self.provider = runtime.make_agent(self.renderer, self.approver)
+        self.status.effort = self.effort_label()
         self.status.running_tasks = lambda: len(runtime.tasks.running()) if runtime.tasks else 0
         self.pending_images: list[str] = []
         self.commands = SlashCommands(self)
@@ -75,8 +76,30 @@ class InteractiveApp:
 
     def set_model(self, model: str) -> None:
         self.runtime.endpoint = replace(self.runtime.endpoint, model=model)
-        self.provider.endpoint = self.runtime.endpoint
+        self.runtime.model_info = self.runtime.info(model)
+        self.provider.set_model(self.runtime.endpoint, self.runtime.model_info)
         self.status.model = model
+        self.status.pricing = self.pricing()
+        self.status.effort = self.effort_label()
+
+    def pricing(self) -> Pricing:
+        """The model table's rates for the model in use ([pricing] in the config overrides them)."""
+        from kimi_cli.llm.costs import rates_for
+
+        rates = rates_for(self.runtime.info(), self.runtime.config.pricing)
+        return Pricing(rates.input, rates.cached_input, rates.output)
+
+    def effort_label(self) -> str:
+        """`effort high` for the status line; empty for a model that takes no reasoning control."""
+        if self.runtime.info().reasoning == "none":
+            return ""
+        return f"effort {self.provider.effort or self.runtime.effort}"
+
+    def set_effort(self, effort: str) -> None:
+        """`/effort LEVEL`: this and later agents of the session send it (a new prefix is not needed)."""
+        self.runtime.effort = effort
+        self.provider.effort = effort
+        self.status.effort = self.effort_label()
 
     def print_recap(self) -> None:
         msgs = [m for m in self.agent.messages if m.get("role") in ("user", "assistant") and m.get("content")]

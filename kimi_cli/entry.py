@@ -9,6 +9,9 @@ FAST_COMMANDS = {"pack": "kimi_cli.commands.pack", "undo": "kimi_cli.commands.un
 
 
 def main() -> None:
+    from kimi_cli.paths import secure_home
+
+    secure_home()  # ~/.kimi and the cache are 0700, their top entries tightened (a few syscalls)
     if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS:
         try:
             sys.exit(importlib.import_module(FAST_COMMANDS[sys.argv[1]]).cli_main(sys.argv[2:]))

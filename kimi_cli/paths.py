@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
+from typing import IO
 
 
 def kimi_home() -> Path:
@@ -27,3 +29,75 @@ def config_files(workspace: Path) -> list[Path]:
 
 def sessions_dir(workspace: Path) -> Path:
     return kimi_home() / "sessions" / workspace_key(workspace)
+
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def private_dirs() -> list[Path]:
+    """The folders kimi keeps the user's data in: ~/.kimi (sessions, logs, checkpoints, mcp.json, trust)
+    and the cache (pack states, token counts)."""
+    return [kimi_home(), cache_dir()]
+
+
+def cache_dir() -> Path:
+    """kimi's cache: $XDG_CACHE_HOME/kimi, else ~/.cache/kimi."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "kimi"
+
+
+def secure_home() -> None:
+    """Make kimi's folders private, cheaply enough for every start: each folder is created 0700 when
+    missing, tightened to 0700 when not, and the entries directly inside it are tightened (folders 0700,
+    files 0600). Nothing deeper is walked; a 0700 folder already keeps everything below it private."""
+    for base in private_dirs():
+        try:
+            make_private_dir(base)
+            _tighten(base, PRIVATE_DIR)
+            with os.scandir(base) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        _tighten(Path(entry.path), PRIVATE_DIR)
+                    elif entry.is_file(follow_symlinks=False):
+                        _tighten(Path(entry.path), PRIVATE_FILE)
+        except OSError:
+            continue  # a read-only or foreign home: kimi still runs
+
+
+def _tighten(path: Path, mode: int) -> None:
+    try:
+        st = os.lstat(path)
+        if st.st_mode & 0o777 & ~mode and st.st_uid == os.getuid():
+            os.chmod(path, (st.st_mode & 0o777) & mode)
+    except OSError:
+        pass
+
+
+def make_private_dir(path: Path) -> Path:
+    """mkdir -p where every folder it creates is 0700 (Path.mkdir gives parents the umask's mode)."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, PRIVATE_DIR)
+    return path
+
+
+def open_private(path: Path, mode: str = "a") -> IO[str]:
+    """A text file opened for writing that is created 0600 (never world-readable, even for a moment)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+    fd = os.open(path, flags, PRIVATE_FILE)
+    return os.fdopen(fd, mode, encoding="utf-8")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a whole file atomically (temp + rename), 0600, into a 0700 folder."""
+    make_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open_private(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)

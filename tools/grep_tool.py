@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.ripgrep import find_rg, run_rg
 
@@ -50,7 +50,7 @@ class Grep(Tool[GrepParams]):
         "`-` and groups are separated by `--`. Ignored, hidden and binary files are skipped unless asked."
     )
     Params = GrepParams
-    read_only = True
+    facts = READS
 
     def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.timeout = timeout

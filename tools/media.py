@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 
@@ -52,7 +52,7 @@ class ReadMediaFile(Tool[ReadMediaFileParams]):
     name = "ReadMediaFile"
     description = "Look at an image file in the workspace (PNG, JPEG, WebP, GIF); it is attached for you to see."
     Params = ReadMediaFileParams
-    read_only = True
+    facts = READS
 
     async def run(self, params: ReadMediaFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.path)

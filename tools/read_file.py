@@ -8,7 +8,7 @@ from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import SNIFF_BYTES, looks_binary
 
 MAX_LINE_CHARS = 2000
@@ -61,7 +61,7 @@ class ReadFile(Tool[ReadFileParams]):
         "use ReadMediaFile for images."
     )
     Params = ReadFileParams
-    read_only = True
+    facts = READS
 
     async def run(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
         import asyncio

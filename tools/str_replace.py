@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, model_validator
 
 from kimi_cli.tools.atomic import atomic_write
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.file_lock import file_lock
 from kimi_cli.tools.files import looks_binary
 from kimi_cli.tools.write_file import unified_diff
@@ -40,7 +40,10 @@ class StrReplaceFile(Tool[StrReplaceParams]):
         "is true. With several edits, all apply or none do."
     )
     Params = StrReplaceParams
-    changes_files = True
+    facts = ToolFacts(reads=True, writes=True)
+
+    def facts_for(self, params: StrReplaceParams) -> ToolFacts:
+        return self.facts.writing(params.path)
 
     async def run(self, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.tools.editor_files import editor_files

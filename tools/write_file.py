@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.atomic import atomic_write
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.file_lock import file_lock
 
 DIFF_MAX_BYTES = 2 * 1024 * 1024  # an existing file larger than this is not read back for the diff
@@ -32,7 +32,10 @@ class WriteFile(Tool[WriteFileParams]):
         "the file, mode=append adds to its end. Prefer StrReplaceFile for small edits to existing files."
     )
     Params = WriteFileParams
-    changes_files = True
+    facts = ToolFacts(writes=True)
+
+    def facts_for(self, params: WriteFileParams) -> ToolFacts:
+        return self.facts.writing(params.path)
 
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.tools.editor_files import editor_files

@@ -80,9 +80,7 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     result.usage = agent.usage.as_dict()
     cost = _cost(runtime, result.usage)
     result.cost, result.cost_detail = cost.total_usd, cost.as_dict()
-    from kimi_cli.context.compaction import files_touched
-
-    result.files = _changed_files(runtime.workdir, files_touched(agent.messages))
+    result.files = _changed_files(runtime.workdir, agent.files_written())
     if result.files:
         result.commit = await _commit(runtime, result, ToolContext(workspace=Workspace(runtime.workdir)))
     return result

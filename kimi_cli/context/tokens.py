@@ -36,10 +36,9 @@ def _load_tokenizer() -> Any | None:
 
 
 def cache_dir() -> Path:
-    import os
+    from kimi_cli.paths import cache_dir as kimi_cache_dir  # one definition: paths keeps it private
 
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "kimi"
+    return kimi_cache_dir()
 
 
 class TokenCounter:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.errors import ConfigError
+from kimi_cli.jsonsafe import dumps
 from kimi_cli.llm.types import Message
-from kimi_cli.paths import sessions_dir
+from kimi_cli.paths import PRIVATE_DIR, make_private_dir, open_private, sessions_dir, write_private
 from kimi_cli.session.history import repair_history
 
 LOG_NAME = "context.jsonl"
@@ -39,7 +40,7 @@ class Session:
     def __init__(self, path: Path, meta: dict[str, Any]) -> None:
         self.path = path
         self.meta = meta
-        self._log = (path / LOG_NAME).open("a", encoding="utf-8")
+        self._log = open_private(path / LOG_NAME, "a")  # 0600: it holds the user's code and prompts
 
     @property
     def id(self) -> str:
@@ -49,7 +50,8 @@ class Session:
     def create(cls, workspace: Path, title: str, model: str) -> Session:
         sid = new_session_id()
         path = sessions_dir(workspace) / sid
-        path.mkdir(parents=True, exist_ok=False)
+        make_private_dir(path.parent)
+        path.mkdir(mode=PRIVATE_DIR, exist_ok=False)
         meta = {
             "id": sid,
             "workspace": str(workspace.resolve()),
@@ -80,7 +82,7 @@ class Session:
         return cls.open(workspace, infos[0].id)
 
     def append(self, record: dict[str, Any]) -> None:
-        self._log.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._log.write(dumps(record) + "\n")  # any string, lone surrogates included, is logged exactly
         self._log.flush()
 
     def append_message(self, message: Message) -> None:
@@ -102,9 +104,7 @@ class Session:
 
     def save_meta(self) -> None:
         self.meta["updated"] = time.time()
-        tmp = self.path / (META_NAME + ".tmp")
-        tmp.write_text(json.dumps(self.meta, indent=1))
-        os.replace(tmp, self.path / META_NAME)
+        write_private(self.path / META_NAME, dumps(self.meta, indent=1))
 
     def set_status(self, status: str) -> None:
         self.meta["status"] = status

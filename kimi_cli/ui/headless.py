@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Literal, TextIO
 
@@ -16,6 +15,8 @@ from kimi_cli.agent.events import (
     ToolCall,
     ToolOutput,
 )
+from kimi_cli.jsonsafe import dumps
+from kimi_cli.ui.sanitize import visible
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -23,6 +24,11 @@ OutputFormat = Literal["text", "json", "stream-json"]
 def _one_line(text: str, limit: int = 120) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _clean(text: str) -> str:
+    """Untrusted text for stdout or stderr in text mode: escapes and controls made visible."""
+    return visible(text, drop_colors=True)
 
 
 class HeadlessRenderer:
@@ -36,9 +42,9 @@ class HeadlessRenderer:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Finished) and event.message:
-            self.err.write(f"kimi: {event.reason}: {event.message}\n")
+            self.err.write(f"kimi: {event.reason}: {_clean(event.message)}\n")
         if self.fmt == "stream-json":
-            self.out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+            self.out.write(dumps(event.to_dict()) + "\n")  # data: exact, and inert on a terminal
             self.out.flush()
             return
         if isinstance(event, Finished):
@@ -61,15 +67,15 @@ class HeadlessRenderer:
         elif isinstance(event, Notice):
             line = f"note: {event.message}"
         if line:
-            self.err.write(line + "\n")
+            self.err.write(_clean(line) + "\n")
             self.err.flush()
 
     def _finish(self, event: Finished) -> None:
         if self.fmt == "json":
             body = {k: v for k, v in event.to_dict().items() if k != "type"}
-            self.out.write(json.dumps({"type": "result", **body, **self.extra}, ensure_ascii=False) + "\n")
+            self.out.write(dumps({"type": "result", **body, **self.extra}) + "\n")
         else:
             if event.text:
-                self.out.write(event.text.rstrip("\n") + "\n")
+                self.out.write(visible(event.text).rstrip("\n") + "\n")
         self.out.flush()
         self.err.flush()

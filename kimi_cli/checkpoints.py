@@ -6,17 +6,18 @@ changed files) and `git write-tree` (content-addressed: unchanged files cost not
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from kimi_cli.paths import kimi_home, workspace_key
+from kimi_cli.tools.host_git import UnsafeRepository, open_repo, run_git
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Caches that tools regenerate: never worth restoring, and a test run that writes them changed nothing.
 ALWAYS_EXCLUDED = ("__pycache__/", "*.py[co]", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Snapshots store bytes as they are on disk, and treat nested repositories as folders git does not enter.
+SHADOW_CONFIG = (("core.autocrlf", "false"), ("core.safecrlf", "false"), ("diff.ignoreSubmodules", "all"))
 
 
 class CheckpointError(Exception):
@@ -37,23 +38,16 @@ class ShadowRepo:
         self.max_file_bytes = max_file_bytes
         self.last_skipped: list[tuple[str, int]] = []
         self.git_dir = (home or kimi_home()) / "checkpoints" / workspace_key(self.workspace)
-        self._env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        self._paths = {
             "GIT_DIR": str(self.git_dir),
             "GIT_WORK_TREE": str(self.workspace),
             "GIT_INDEX_FILE": str(self.git_dir / "index"),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_TERMINAL_PROMPT": "0",
         }
 
     def _git(self, *args: str, input: bytes | None = None) -> str:
-        out = subprocess.run(
-            ["git", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false", *args],
-            cwd=self.workspace,
-            env=self._env,
-            capture_output=True,
-            input=input,
-        )
+        # Host git, hardened (kimi_cli.tools.host_git): the workspace's nested repositories and attributes
+        # cannot start a program here, and no filter driver rewrites what is snapshotted.
+        out = run_git(args, self.workspace, extra=SHADOW_CONFIG, input=input, timeout=None, env_paths=self._paths)
         if out.returncode != 0:
             raise CheckpointError(f"git {args[0]} failed: {out.stderr.decode(errors='replace').strip()}")
         return out.stdout.decode("utf-8", errors="surrogateescape")
@@ -62,7 +56,9 @@ class ShadowRepo:
         if (self.git_dir / "HEAD").exists():
             return
         self.git_dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "init", "-q", "--bare", str(self.git_dir)], check=True, capture_output=True)
+        out = run_git(["init", "-q", "--bare", "--template=", str(self.git_dir)], self.git_dir.parent)
+        if out.returncode != 0:
+            raise CheckpointError(f"git init failed: {out.stderr.decode(errors='replace').strip()}")
         settings = (("gc.auto", "0"), ("core.quotepath", "false"), ("core.untrackedCache", "true"))
         for key, value in settings:
             self._git("config", key, value)
@@ -73,15 +69,13 @@ class ShadowRepo:
 
         Only reads: nothing is written to the user's .git. A cold snapshot of a clean repository writes no
         objects at all (measured: 5,000 files in ~0.2 s instead of several seconds of loose-object writes).
+        The store is found without running git, and not borrowed from a repository refused as unsafe.
         """
-        out = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            cwd=self.workspace,
-            capture_output=True,
-            text=True,
-            env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-        )
-        objects = Path(out.stdout.strip()) / "objects" if out.returncode == 0 else None
+        try:
+            location = open_repo(self.workspace)
+        except (UnsafeRepository, OSError):
+            return
+        objects = location.common_dir / "objects" if location is not None else None
         if objects is not None and objects.is_dir():
             (self.git_dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
             (self.git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n")

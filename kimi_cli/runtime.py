@@ -76,6 +76,9 @@ class Runtime:
         from kimi_cli.malloc_tuning import keep_large_buffers
 
         keep_large_buffers()
+        from kimi_cli.tools.host_git import remember_session_start
+
+        remember_session_start(workdir)  # the repository's links and hook files as the session finds them
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
         from kimi_cli.mcp.wiring import start_mcp

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from pathlib import Path
 
 ALWAYS_SKIP_DIRS = {".git", ".hg", ".svn"}
@@ -12,29 +11,19 @@ SNIFF_BYTES = 8192
 
 
 def is_git_repo(root: Path) -> bool:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--is-inside-work-tree"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and out.stdout.strip() == "true"
+    from kimi_cli.tools.host_git import workspace_git
+
+    out = workspace_git(root, ["rev-parse", "--is-inside-work-tree"], timeout=10)
+    return out is not None and out.returncode == 0 and out.stdout.strip() == b"true"
 
 
 def list_files(root: Path) -> list[str]:
-    """Workspace-relative paths of files that are not ignored, sorted."""
+    """Workspace-relative paths of files that are not ignored, sorted (git through host_git: hardened)."""
+    from kimi_cli.tools.host_git import workspace_git
+
     if is_git_repo(root):
-        out = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=root,
-            capture_output=True,
-            timeout=120,
-        )
-        if out.returncode == 0:
+        out = workspace_git(root, ["ls-files", "--cached", "--others", "--exclude-standard", "-z"])
+        if out is not None and out.returncode == 0:
             names = {os.fsdecode(n) for n in out.stdout.split(b"\0") if n}
             return sorted(n for n in names if (root / n).is_file() or (root / n).is_symlink())
     return _walk(root)

@@ -1,18 +1,20 @@
-"""Git: structured git through gitpython, outside the sandbox. It never pushes and refuses what loses work."""
+"""Git: structured git through gitpython, outside the sandbox. It never pushes and refuses what loses work.
+
+Every call goes through kimi_cli.tools.host_git: repository config cannot start a program on the host.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+import shutil
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.output import cap_text
 
 DIFF_CAP = 40_000
-ACTIVE_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit")
 
 
 class GitParams(BaseModel):
@@ -46,17 +48,15 @@ class Git(Tool[GitParams]):
         "operations are refused. Prefer this over running git in the Shell (the sandbox keeps .git read-only)."
     )
     Params = GitParams
-    facts = ToolFacts(reads=True, writes=True)  # add, commit, switch and restore change the tree or .git
+    changes_files = True
 
     def __init__(self, identity: GitIdentity | None = None) -> None:
         self.identity = identity or GitIdentity()
 
-    def facts_for(self, params: GitParams) -> ToolFacts:
+    def is_read_only(self, params: GitParams) -> bool:
         if params.command == "branch":
-            reads_only = not params.name and not params.delete
-        else:
-            reads_only = params.command in ("status", "diff", "log", "show")
-        return READS if reads_only else self.facts
+            return not params.name and not params.delete
+        return params.command in ("status", "diff", "log", "show")
 
     async def run(self, params: GitParams, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(self._run_sync, params, ctx)
@@ -64,12 +64,17 @@ class Git(Tool[GitParams]):
     def _run_sync(self, params: GitParams, ctx: ToolContext) -> ToolResult:
         import git
 
+        from kimi_cli.tools.host_git import SafeGit, UnsafeRepository, open_repo
+
         if params.force:
             raise ToolError("refused: forced git operations can destroy work; do it without force")
         try:
-            repo = git.Repo(ctx.workspace.root, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise ToolError("the workspace is not a git repository; the other tools still work") from None
+            location = open_repo(ctx.workspace.root)
+        except UnsafeRepository as exc:
+            raise ToolError(str(exc)) from None
+        if location is None:
+            raise ToolError("the workspace is not a git repository; the other tools still work")
+        repo = RepoHandle(SafeGit(ctx.workspace.root, location))
         handler = getattr(self, f"_{params.command}")
         try:
             output = handler(repo, params, ctx)
@@ -95,13 +100,13 @@ class Git(Tool[GitParams]):
         return f"{stat}\n\n{cap_text(body, DIFF_CAP)}"
 
     def _log(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
-        if not repo.head.is_valid():
+        if not repo.head_is_valid():
             return "no commits yet"
         args = [f"--max-count={params.max_count}", "--format=%h %ad %an: %s", "--date=short"]
         return str(repo.git.log(*args, *([_rev(params.rev)] if params.rev else [])))
 
     def _show(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
-        if not repo.head.is_valid() and not params.rev:
+        if not repo.head_is_valid() and not params.rev:
             return "no commits yet"
         out = repo.git.show(_rev(params.rev or "HEAD"), "--stat", "--patch", "--format=%H%n%an <%ae>%n%ad%n%n%B")
         return cap_text(str(out), DIFF_CAP)
@@ -120,13 +125,21 @@ class Git(Tool[GitParams]):
     def _commit(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
         if not params.message or not params.message.strip():
             raise ToolError("commit needs a non-empty `message`")
-        hooks = _active_hooks(repo)
+        from kimi_cli.tools.host_git import active_hooks, commit_hooks_dir
+
+        hooks = active_hooks(ctx.workspace.root)
         if hooks and not self.identity.allow_hooks:
             raise ToolError(
                 f"refused: this repository has commit hooks ({', '.join(hooks)}) that would run repository code "
                 "outside the sandbox. The user can allow them with `[git] allow_hooks = true` in .kimi/config.toml"
             )
-        if not repo.git.diff("--cached", "--name-only") and repo.head.is_valid():
+        changed = [name for name, same in hooks.items() if not same]
+        if changed:
+            raise ToolError(
+                f"refused: the commit hooks {', '.join(changed)} were written or changed after the session started; "
+                "kimi runs only the hooks it saw at start. The user can check them and start a new session."
+            )
+        if not repo.git.diff("--cached", "--name-only") and repo.head_is_valid():
             raise ToolError("nothing is staged; use add first")
         message = params.message.strip()
         if self.identity.co_author_trailer:
@@ -136,15 +149,20 @@ class Git(Tool[GitParams]):
             for role in ("AUTHOR", "COMMITTER"):
                 env[f"GIT_{role}_NAME"] = self.identity.name
                 env[f"GIT_{role}_EMAIL"] = self.identity.email
-        args = ["-m", message] + ([] if self.identity.allow_hooks else ["--no-verify"])
-        with repo.git.custom_environment(**env):
-            repo.git.commit(*args)
+        if not hooks:
+            repo.git.with_config((), env).commit("--no-verify", "-m", message)
+            return str(repo.git.log("-1", "--format=committed %h on %D: %s"))
+        folder = commit_hooks_dir(ctx.workspace.root)  # the hook files as they were at session start
+        try:
+            repo.git.with_config([("core.hooksPath", str(folder))], env).commit("-m", message)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
         return str(repo.git.log("-1", "--format=committed %h on %D: %s"))
 
     def _branch(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
         if params.delete:
             name = _branch_name(repo, params.name)
-            if not repo.head.is_detached and repo.active_branch.name == name:
+            if repo.current_branch() == name:
                 raise ToolError(f"refused: {name} is the current branch; switch to another branch first")
             repo.git.branch("-d", name)  # -d refuses unmerged branches; -D is never used
             return f"deleted branch {name}"
@@ -192,12 +210,18 @@ def _branch_name(repo: Any, name: str | None) -> str:
     return name
 
 
-def _active_hooks(repo: Any) -> list[str]:
-    hooks_path = repo.config_reader().get_value("core", "hooksPath", "") or ""
-    base = Path(repo.working_tree_dir) / hooks_path if hooks_path else Path(repo.git_dir) / "hooks"
-    found = []
-    for name in ACTIVE_HOOKS:
-        hook = base.expanduser() / name
-        if hook.is_file() and hook.stat().st_mode & 0o111:
-            found.append(name)
-    return found
+class RepoHandle:
+    """What the commands need of a repository: the safe command runner and two questions about HEAD."""
+
+    def __init__(self, safe_git: Any) -> None:
+        self.git = safe_git
+
+    def head_is_valid(self) -> bool:
+        status, _, _ = self.git.rev_parse("--verify", "--quiet", "HEAD", with_extended_output=True,
+                                          with_exceptions=False)  # fmt: skip
+        return bool(status == 0)
+
+    def current_branch(self) -> str | None:
+        status, out, _ = self.git.symbolic_ref("--quiet", "--short", "HEAD", with_extended_output=True,
+                                               with_exceptions=False)  # fmt: skip
+        return str(out).strip() or None if status == 0 else None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from kimi_cli.llm.costs import Cost, cost_of, rates_for
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
+from kimi_cli.tools.host_git import workspace_git
 from kimi_cli.tools.sandbox.base import ExecResult
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.ui.headless import HeadlessRenderer
@@ -94,10 +94,10 @@ def _cost(runtime: Runtime, usage: dict[str, int]) -> Cost:
 def _changed_files(root: Path, written: list[str]) -> list[str]:
     """Tracked files that changed, plus new files the agent wrote itself. Whatever else the test run left
     behind (caches, bytecode, build output) stays out of the commit."""
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "-z"], cwd=root,
-                         capture_output=True, text=True)  # fmt: skip
+    out = workspace_git(root, ["status", "--porcelain", "--untracked-files=all", "-z"])
+    stdout = out.stdout.decode("utf-8", "surrogateescape") if out is not None else ""
     changed: list[str] = []
-    for entry in filter(None, out.stdout.split("\0")):
+    for entry in filter(None, stdout.split("\0")):
         status, path = entry[:2], entry[3:]
         if status != "??" or path in written:
             changed.append(path)
@@ -121,13 +121,14 @@ async def _commit(runtime: Runtime, result: RepairResult, ctx: ToolContext) -> s
     except ToolError as exc:
         sys.stderr.write(f"kimi: could not commit: {exc}\n")
         return None
-    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=runtime.workdir, capture_output=True, text=True)
-    return out.stdout.strip() or None
+    out = workspace_git(runtime.workdir, ["rev-parse", "HEAD"])
+    return (out.stdout.decode().strip() or None) if out is not None else None
 
 
 def _has_identity(root: Path) -> bool:
-    name = subprocess.run(["git", "config", "user.name"], cwd=root, capture_output=True, text=True).stdout.strip()
-    email = subprocess.run(["git", "config", "user.email"], cwd=root, capture_output=True, text=True).stdout.strip()
+    name_out, email_out = workspace_git(root, ["config", "user.name"]), workspace_git(root, ["config", "user.email"])
+    name = name_out.stdout.decode().strip() if name_out is not None else ""
+    email = email_out.stdout.decode().strip() if email_out is not None else ""
     return bool(name and email)
 
 

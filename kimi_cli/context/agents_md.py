@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 MAX_CHARS = 40_000
 
 
 def repo_root(workdir: Path) -> Path:
+    """The work tree's top folder, found without running git (kimi_cli.tools.host_git)."""
+    from kimi_cli.tools.host_git import UnsafeRepository, open_repo
+
     try:
-        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=workdir, capture_output=True, text=True)
-    except OSError:
+        location = open_repo(workdir)
+    except (UnsafeRepository, OSError):
         return workdir
-    top = out.stdout.strip()
-    return Path(top).resolve() if out.returncode == 0 and top else workdir
+    return location.work_tree if location is not None else workdir
 
 
 def load_agents_md(workdir: Path) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,15 +39,9 @@ def _display(name: bytes | str) -> str:
 
 def list_paths(root: Path) -> list[str]:
     """Tracked plus untracked-but-not-ignored files (git), or a walk with the same rules outside git."""
-    try:
-        out = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=root,
-            capture_output=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        out = None
+    from kimi_cli.tools.host_git import workspace_git  # hardened: the repository's config runs nothing
+
+    out = workspace_git(root, ["ls-files", "--cached", "--others", "--exclude-standard", "-z"])
     if out is not None and out.returncode == 0:
         names = {os.fsdecode(n) for n in out.stdout.split(b"\0") if n}
         # The index still lists tracked files deleted from the work tree: they are gone.

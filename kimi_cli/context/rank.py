@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from collections import defaultdict
 from pathlib import Path
 
@@ -36,15 +35,13 @@ def task_mentions(task: str, paths: list[str]) -> tuple[list[str], set[str]]:
 def history(root: Path, limit: int = 300) -> list[tuple[int, list[str]]]:
     """(commit time, files) of recent commits, newest first; [] outside git. Large commits are dropped:
     a reformat or a vendoring touches everything and says nothing about what belongs together."""
-    try:
-        out = subprocess.run(
-            ["git", "log", "-n", str(limit), "--name-only", "--format=@@%ct", "--no-renames"],
-            cwd=root, capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    from kimi_cli.tools.host_git import workspace_git  # hardened: no signature check, no diff driver
+
+    out = workspace_git(root, ["log", "-n", str(limit), "--name-only", "--format=@@%ct", "--no-renames"], timeout=30)
+    if out is None:
         return []
     commits: list[tuple[int, list[str]]] = []
-    for block in out.stdout.split("@@")[1:]:
+    for block in out.stdout.decode("utf-8", "replace").split("@@")[1:]:
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
         if lines and lines[0].isdigit():
             commits.append((int(lines[0]), lines[1:]))

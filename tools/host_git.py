@@ -1,0 +1,461 @@
+"""Host git: the one way kimi runs git outside the sandbox, with the repository's config treated as hostile.
+
+A repository's `.git/config` is data an attacker may have written (a downloaded tarball with its `.git`, or
+a sandboxed command on a backend that can write `.git`). Git reads it on every call, and several keys name
+programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.hooksPath`), filter drivers,
+`diff.external`, textconv, `gpg.program`, pagers and editors, ssh and credential helpers. So every call:
+
+- runs with a fixed set of command-scope overrides (`GIT_CONFIG_PARAMETERS`, what `git -c` uses, which beats
+  repository config and reaches the child gits of submodules), an environment that names no helper, and no
+  system config;
+- neutralises each `filter.<name>` driver the config declares, read right before the call (driver names
+  cannot be enumerated in advance);
+- gets `--no-ext-diff --no-textconv` where git would otherwise run diff drivers (`diff`, `log`, `show`);
+- names the repository itself (`GIT_DIR`, `GIT_WORK_TREE`), found here without running git, so that
+  `core.worktree` cannot send a checkout into another folder;
+- refuses a repository whose `.git` file, `commondir`, `objects/info/alternates` or worktree links point
+  somewhere they did not point when the session started (outside the workspace, or into the writable tree
+  instead of `.git`).
+
+With `[git] allow_hooks = true`, commit hooks run, but only the hook files seen when the session started:
+their content is kept then and written into a private folder for each commit (see `commit_hooks_dir`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Command-scope config for every host git call. /dev/null as the hooks folder: nobody can create a file
+# inside it, so no hook is ever found there (a directory could be written to, by someone, some day).
+HARDENING: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.untrackedCache", "false"),
+    ("core.askPass", ""),
+    ("core.pager", "cat"),
+    ("core.editor", ":"),
+    ("sequence.editor", ":"),
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", ""),
+    ("credential.helper", ""),  # an empty value empties the helper list
+    ("log.showSignature", "false"),
+    ("log.mailmap", "false"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("push.gpgSign", "false"),
+    ("gpg.program", "false"),
+    ("gpg.openpgp.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.ssh.defaultKeyCommand", ""),
+    ("protocol.file.allow", "user"),
+    ("protocol.ext.allow", "never"),
+    ("submodule.recurse", "false"),
+    ("status.submoduleSummary", "false"),
+    ("diff.ignoreSubmodules", "dirty"),  # do not run `git status` inside submodules (their config is theirs)
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("color.ui", "never"),
+    ("safe.bareRepository", "explicit"),
+)
+# Environment that beats config for programs git may start. GIT_EDITOR ":" is special-cased by git: no exec.
+HARDENED_ENV: dict[str, str] = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "",
+    "SSH_ASKPASS": "",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_EDITOR": ":",
+    "GIT_SEQUENCE_EDITOR": ":",
+    "GIT_SSH_COMMAND": "false",
+    "GIT_SSH": "false",
+    "GIT_PROTOCOL_FROM_USER": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+}
+# The user's own identity variables survive; every other GIT_* variable (GIT_DIR, GIT_EXTERNAL_DIFF, ...) goes.
+KEEP_ENV = {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+            "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_CONFIG_GLOBAL"}  # fmt: skip
+# Porcelain that runs diff drivers and textconv unless told not to.
+DIFF_PORCELAIN = {"diff", "log", "show", "whatchanged"}
+DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
+FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$", re.IGNORECASE | re.DOTALL)
+HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit",
+              "post-rewrite", "reference-transaction", "post-index-change")  # fmt: skip
+MAX_HOOK_BYTES = 1024 * 1024
+
+
+class UnsafeRepository(Exception):
+    """The repository points somewhere it did not at session start; kimi will not run git on it."""
+
+
+@dataclass(frozen=True)
+class RepoLocation:
+    """A repository as found on disk: the work tree, this tree's git dir, the common dir, and where its
+    links lead (`kind -> target`) when that is outside the workspace's own `.git` folder."""
+
+    work_tree: Path
+    git_dir: Path
+    common_dir: Path
+    links: frozenset[str] = frozenset()
+
+
+def _sq(value: str) -> str:
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def config_parameters(pairs: Iterable[tuple[str, str]]) -> str:
+    """GIT_CONFIG_PARAMETERS in the `'key'='value'` form git itself writes for `git -c`."""
+    return " ".join(f"{_sq(k)}={_sq(v)}" for k, v in pairs)
+
+
+def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The process environment without GIT_* variables (the identity ones stay), plus the hardened ones."""
+    src = os.environ if environ is None else environ
+    env = {k: v for k, v in src.items() if not k.startswith("GIT_") or k in KEEP_ENV}
+    env.update(HARDENED_ENV)
+    return env
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _read_gitfile(dot_git: Path) -> Path | None:
+    try:
+        text = dot_git.read_text(errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text[len("gitdir:") :].strip())
+    return (dot_git.parent / target).resolve() if not target.is_absolute() else target.resolve()
+
+
+def _is_git_dir(path: Path) -> bool:
+    common = path
+    commondir = path / "commondir"
+    if commondir.is_file():
+        try:
+            raw = commondir.read_text(errors="replace").strip()
+        except OSError:
+            return False
+        common = (path / raw).resolve() if raw else path
+    return (path / "HEAD").is_file() and (common / "objects").is_dir() and (common / "refs").is_dir()
+
+
+def find_repo(start: Path, workspace: Path | None = None) -> RepoLocation | None:
+    """The repository that holds `start`, found as git finds it (a `.git` folder or `gitdir:` file in it or a
+    parent), without running git. Bare repositories are never picked up by discovery."""
+    start = start.resolve()
+    workspace = (workspace or start).resolve()
+    for folder in (start, *start.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_file():
+            git_dir = _read_gitfile(dot_git)
+            if git_dir is None or not _is_git_dir(git_dir):
+                continue
+            kind = "gitfile"
+        elif dot_git.is_dir():
+            git_dir, kind = dot_git.resolve(), "symlink" if dot_git.is_symlink() else ""
+            if not _is_git_dir(git_dir):
+                continue
+        else:
+            continue
+        return _located(folder, git_dir, workspace, kind)
+    return None
+
+
+def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> RepoLocation:
+    own = (workspace / ".git").resolve()
+    links: set[str] = set()
+
+    def note(name: str, target: Path) -> None:
+        if not _inside(target, own):  # outside the workspace's .git: outside the workspace, or in its tree
+            links.add(f"{name} -> {target}")
+
+    if kind:
+        note(f".git {kind}", git_dir)
+    elif not _inside(work_tree, workspace):
+        note("repository above the workspace", git_dir)
+    common = git_dir
+    commondir = git_dir / "commondir"
+    if commondir.is_file():
+        raw = commondir.read_text(errors="replace").strip()
+        common = (git_dir / raw).resolve()
+        note("commondir", common)
+    for objects in {git_dir / "objects", common / "objects"}:
+        alternates = objects / "info" / "alternates"
+        if alternates.is_file():
+            for line in alternates.read_text(errors="replace").splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    note("objects/info/alternates", (objects / line).resolve())
+    worktrees = common / "worktrees"
+    if worktrees.is_dir():
+        for entry in sorted(worktrees.iterdir()):
+            link = entry / "gitdir"
+            if link.is_file():
+                raw = link.read_text(errors="replace").strip()
+                note(f"worktree {entry.name}", (entry / raw).resolve())
+    return RepoLocation(work_tree, git_dir, common, frozenset(links))
+
+
+@dataclass
+class SessionBaseline:
+    """What a workspace's repository looked like when the session started: its links and its hooks."""
+
+    links: frozenset[str] = frozenset()
+    hooks: dict[str, tuple[bytes, int]] = field(default_factory=dict)  # name -> (content, mode)
+    hooks_dir: Path | None = None
+
+
+_BASELINES: dict[Path, SessionBaseline] = {}
+
+
+def remember_session_start(workspace: Path) -> SessionBaseline:
+    """Record the repository's links and hook files now; later calls compare against this."""
+    workspace = workspace.resolve()
+    location = find_repo(workspace, workspace)
+    baseline = SessionBaseline()
+    if location is not None:
+        baseline.links = location.links
+        baseline.hooks_dir, baseline.hooks = _read_hooks(location)
+    _BASELINES[workspace] = baseline
+    return baseline
+
+
+def baseline(workspace: Path) -> SessionBaseline:
+    """The session-start record for a workspace (taken now if nothing recorded it yet, e.g. `kimi pack`)."""
+    return _BASELINES.get(workspace.resolve()) or remember_session_start(workspace)
+
+
+def open_repo(workspace: Path) -> RepoLocation | None:
+    """The workspace's repository, or None outside git; UnsafeRepository if a link changed since the start."""
+    workspace = workspace.resolve()
+    known = baseline(workspace)
+    location = find_repo(workspace, workspace)
+    if location is None:
+        return None
+    new = sorted(location.links - known.links)
+    if new:
+        raise UnsafeRepository(
+            f"refused to run git: the repository now has {'; '.join(new)}, which it did not have when the "
+            "session started (a command may have planted it to make git read config from elsewhere). "
+            "Check the .git folder; kimi trusts such links only when they were there at start."
+        )
+    return location
+
+
+def _hooks_folder(location: RepoLocation) -> Path:
+    """Where git would look for hooks: core.hooksPath from the repository's own config, else hooks/."""
+    env = base_env()
+    env.update(GIT_DIR=str(location.git_dir), GIT_WORK_TREE=str(location.work_tree))
+    env["GIT_CONFIG_PARAMETERS"] = config_parameters(HARDENING)
+    out = subprocess.run(
+        ["git", "config", "--show-scope", "--get-all", "core.hooksPath"], cwd=location.work_tree, env=env,
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    lines = [ln.split("\t", 1) for ln in out.stdout.splitlines() if "\t" in ln]
+    paths = [value for scope, value in lines if scope != "command"]
+    if paths and paths[-1]:
+        return (location.work_tree / os.path.expanduser(paths[-1])).resolve()
+    return location.common_dir / "hooks"
+
+
+def _read_hooks(location: RepoLocation) -> tuple[Path | None, dict[str, tuple[bytes, int]]]:
+    try:
+        folder = _hooks_folder(location)
+    except (OSError, subprocess.SubprocessError):
+        return None, {}
+    found: dict[str, tuple[bytes, int]] = {}
+    try:
+        entries = list(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            st = entry.stat()
+            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_HOOK_BYTES:
+                found[entry.name] = (entry.read_bytes(), stat.S_IMODE(st.st_mode))
+        except OSError:
+            continue
+    return folder, found
+
+
+def active_hooks(workspace: Path) -> dict[str, bool]:
+    """Executable commit hooks in the repository now -> whether each is exactly the one seen at start."""
+    location = open_repo(workspace)
+    if location is None:
+        return {}
+    start = baseline(workspace)
+    _, now = _read_hooks(location)
+    result = {}
+    for name in HOOK_NAMES:
+        current = now.get(name)
+        if current is not None and current[1] & 0o111:
+            result[name] = start.hooks.get(name) == current
+    return result
+
+
+def commit_hooks_dir(workspace: Path) -> Path:
+    """A new private folder holding the hook files as they were at session start (caller removes it)."""
+    from kimi_cli.paths import kimi_home
+
+    parent = kimi_home() / "tmp"
+    parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder = Path(tempfile.mkdtemp(prefix="hooks-", dir=parent))
+    for name, (content, mode) in baseline(workspace).hooks.items():
+        target = folder / name
+        target.write_bytes(content)
+        os.chmod(target, mode & 0o755)
+    return folder
+
+
+def hook_digest(workspace: Path) -> str:
+    """A short digest of the hooks seen at start (for logs and messages)."""
+    h = hashlib.sha256()
+    for name, (content, _) in sorted(baseline(workspace).hooks.items()):
+        h.update(name.encode() + b"\0" + content)
+    return h.hexdigest()[:12]
+
+
+def repo_env(location: RepoLocation | None, extra: Sequence[tuple[str, str]] = (), **paths: str) -> dict[str, str]:
+    """The full environment for one call: hardened, the repository named, and every filter driver off.
+
+    `paths` may give GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE directly (the checkpoint shadow repository)."""
+    env = base_env()
+    if location is not None:
+        env["GIT_DIR"] = str(location.git_dir)
+        env["GIT_WORK_TREE"] = str(location.work_tree)
+    env.update(paths)
+    pairs = list(HARDENING)
+    env["GIT_CONFIG_PARAMETERS"] = config_parameters(pairs)
+    if "GIT_DIR" in env:
+        pairs += driver_overrides(env)
+    pairs += list(extra)
+    env["GIT_CONFIG_PARAMETERS"] = config_parameters(pairs)
+    return env
+
+
+def declared_filters(env: Mapping[str, str]) -> set[str]:
+    """Names of the filter drivers any config of this repository declares (includes followed)."""
+    out = subprocess.run(
+        ["git", "config", "--list", "-z"], env=dict(env), cwd=env.get("GIT_WORK_TREE") or None,
+        capture_output=True, timeout=30,
+    )  # fmt: skip
+    names: set[str] = set()
+    for item in out.stdout.split(b"\0"):
+        key = item.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        match = FILTER_KEY.match(key)
+        if match:
+            names.add(match.group(1))
+    return names
+
+
+def driver_overrides(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Empty clean/smudge/process for each declared filter: git then copies the bytes as they are."""
+    pairs: list[tuple[str, str]] = []
+    for name in sorted(declared_filters(env)):
+        pairs += [(f"filter.{name}.{key}", "") for key in ("clean", "smudge", "process")]
+        pairs.append((f"filter.{name}.required", "false"))
+    return pairs
+
+
+def safe_args(args: Sequence[str]) -> list[str]:
+    """The argument list with diff drivers and textconv switched off where git would run them."""
+    args = list(args)
+    if args and args[0] in DIFF_PORCELAIN:
+        return [args[0], *DIFF_FLAGS, *args[1:]]
+    return args
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    location: RepoLocation | None = None,
+    *,
+    extra: Sequence[tuple[str, str]] = (),
+    input: bytes | None = None,
+    timeout: float | None = 120,
+    env_paths: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git command on the host the safe way (bytes out; callers decode)."""
+    env = repo_env(location, extra, **dict(env_paths or {}))
+    return subprocess.run(
+        ["git", *safe_args(args)], cwd=cwd, env=env, capture_output=True, input=input, timeout=timeout
+    )
+
+
+def workspace_git(
+    workspace: Path, args: Sequence[str], *, timeout: float | None = 120, input: bytes | None = None
+) -> subprocess.CompletedProcess[bytes] | None:
+    """`git ARGS` in the workspace's repository; None outside git or when the repository is refused."""
+    try:
+        location = open_repo(workspace)
+    except (UnsafeRepository, OSError):
+        return None
+    if location is None:
+        return None
+    try:
+        return run_git(args, workspace, location, timeout=timeout, input=input)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+class SafeGit:
+    """gitpython's command runner (`repo.git.status(...)` style) with the hardened environment on every call.
+
+    gitpython's Repo object is not used: it reads `core.worktree` and friends from config by itself."""
+
+    def __init__(self, workspace: Path, location: RepoLocation) -> None:
+        import git
+
+        self.location = location
+        self._git = git.Git(str(workspace))
+        self._extra: list[tuple[str, str]] = []
+        self._env: dict[str, str] = {}
+
+    def with_config(self, extra: Sequence[tuple[str, str]], env: Mapping[str, str] | None = None) -> SafeGit:
+        """The same runner with more command-scope config (e.g. the commit-hooks folder) and environment."""
+        clone = SafeGit.__new__(SafeGit)
+        clone.location, clone._git = self.location, self._git
+        clone._extra, clone._env = [*self._extra, *extra], {**self._env, **dict(env or {})}
+        return clone
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        command = name.replace("_", "-")
+
+        def call(*args: str, **kwargs: Any) -> Any:
+            env = repo_env(self.location, self._extra)
+            env.update(self._env)
+            # gitpython starts from os.environ: override every GIT_* variable it would otherwise pass through.
+            for key in os.environ:
+                if key.startswith("GIT_") and key not in env:
+                    env[key] = self._neutral(key)
+            return self._git.execute(["git", *safe_args([command, *args])], env=env, **kwargs)
+
+        return call
+
+    def _neutral(self, key: str) -> str:
+        """A value for an inherited GIT_* variable that means what its absence would."""
+        defaults = {
+            "GIT_INDEX_FILE": str(self.location.git_dir / "index"),
+            "GIT_OBJECT_DIRECTORY": str(self.location.common_dir / "objects"),
+            "GIT_COMMON_DIR": str(self.location.common_dir),
+            "GIT_CONFIG_COUNT": "0",
+        }
+        return defaults.get(key, "")

@@ -8,10 +8,11 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kimi_cli.agent.events import Event, Notice
 from kimi_cli.agent.loop import Agent
+from kimi_cli.agent.prefix import PrefixBuilder
 from kimi_cli.checkpoints import ShadowRepo
 from kimi_cli.config import HEADLESS_MAX_STEPS, Config, Endpoint, load_config, resolve_endpoint
 from kimi_cli.context.session_context import SessionContext
@@ -22,7 +23,7 @@ from kimi_cli.mcp.manager import McpManager
 from kimi_cli.session.checkpointing import SessionCheckpointer
 from kimi_cli.session.store import Session
 from kimi_cli.tools.background import TaskManager
-from kimi_cli.tools.base import ToolContext
+from kimi_cli.tools.base import Tool, ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.sandbox.base import Sandbox
 from kimi_cli.tools.sandbox.policy import build_policy
@@ -32,6 +33,9 @@ from kimi_cli.tools.tasks import TaskOutput, TaskStop
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.toolset import default_tools
 from kimi_cli.workspace_git import git_state
+
+if TYPE_CHECKING:
+    from kimi_cli.subagent_runner import SubagentFactory
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Runtime:
     sandbox: Sandbox
     private_tmp: Path
     context: SessionContext
+    prefix: PrefixBuilder
     resume_note: str = ""
     sandbox_reason: str = ""
     context_length: int = 1_048_576
@@ -76,9 +81,6 @@ class Runtime:
         from kimi_cli.malloc_tuning import keep_large_buffers
 
         keep_large_buffers()
-        from kimi_cli.tools.host_git import remember_session_start
-
-        remember_session_start(workdir)  # the repository's links and hook files as the session finds them
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
         from kimi_cli.mcp.wiring import start_mcp
@@ -88,8 +90,10 @@ class Runtime:
 
         info = lookup(endpoint.model, endpoint.provider, _overrides(config))
         window, window_source = resolve_context_length(endpoint, config.context_length, info)
+        prefix = PrefixBuilder(workdir)
         context = SessionContext(
             workdir,
+            prefix.message,
             budget=config.context.budget or int(window * config.context.budget_ratio),
             context_length=window,
             compact_at=config.context.compact_at,
@@ -117,7 +121,7 @@ class Runtime:
                 mcp.close()
             raise
         return cls(
-            config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, resume_note,
+            config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, prefix, resume_note,
             sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
             model_info=with_context(info, window),
         )  # fmt: skip
@@ -166,17 +170,12 @@ class Runtime:
             taken = set(default_tools(builtin).names)
             extra_tools, notices = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
             builtin += extra_tools
-        session_tools = list(builtin)
-        runner = None
         if self.config.subagents:
             from kimi_cli.subagent_runner import SubagentRunner
             from kimi_cli.tools.subagent import AgentTool
 
-            def fresh_tools() -> list[Any]:
-                return list(default_tools(session_tools, grep_timeout=self.config.grep_timeout).tools)
-
-            runner = SubagentRunner(self, fresh_tools, emit)
-            builtin.append(AgentTool(runner.spawn, sorted(runner.kinds)))
+            runner = SubagentRunner(self._subagent_factory(list(builtin)), emit)
+            builtin.append(AgentTool(runner.spawn, runner.kind_facts()))
         registry = default_tools(builtin, grep_timeout=self.config.grep_timeout)
         agent = Agent(
             provider=provider,
@@ -194,8 +193,6 @@ class Runtime:
             context=self.context,
             notes=self.tasks.finished_notes,
         )
-        if runner is not None:
-            runner.parent = agent
         provider.on_notice = lambda message: agent.emit(Notice(message))
         for notice in notices:
             agent.emit(Notice(notice))
@@ -207,6 +204,26 @@ class Runtime:
             return self.model_info
         found = lookup(model or self.endpoint.model, self.endpoint.provider, _overrides(self.config))
         return found if model else with_context(found, self.context_length)
+
+    def _subagent_factory(self, session_tools: list[Tool[Any]]) -> SubagentFactory:
+        """What the subagent runner needs from this session, and nothing more (no Runtime: no import cycle)."""
+        from kimi_cli.agent.subagents import SUB_BUDGET_SHARE
+        from kimi_cli.subagent_runner import SubagentFactory
+
+        def tools() -> list[Tool[Any]]:
+            return list(default_tools(session_tools, grep_timeout=self.config.grep_timeout).tools)
+
+        def provider(run_id: str) -> ChatProvider:
+            made = ChatProvider(
+                self.endpoint, self.config.retry, f"{self.session.id}-{run_id}", transport=self.config.transport
+            )
+            self.providers.append(made)
+            return made
+
+        def system(task: str, mode: str) -> Message:
+            return self.prefix.message(self.context.task_pack(task, SUB_BUDGET_SHARE), mode)
+
+        return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens)
 
     def switch_session(self, choice: SessionChoice) -> None:
         """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""

@@ -83,6 +83,26 @@ def test_an_explore_subagent_gets_read_only_tools_and_custom_kinds_load(
     assert "Be strict." in auditor["messages"][0]["content"]
 
 
+def test_a_coder_subagents_edit_shows_in_the_parents_change_note(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    edit = {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}
+    sub_task = "make add() in calc.py add"
+    server.add(
+        {"match": "fix the sign", "tool_calls": [tool_call("Agent", {"task": sub_task, "kind": "coder"}, "ag")]},
+        {"match": sub_task, "tool_calls": [tool_call("StrReplaceFile", edit, "e1")]},
+        {"match": sub_task, "text": "fixed calc.py line 2"},
+        {"match": "fix the sign", "text": "done"},
+    )
+    proc = run_kimi(["-p", "fix the sign in calc.py", "--output-format", "json"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    parent = server.requests[-1]["messages"]
+    assert '<file path="calc.py">' in parent[0]["content"]  # packed in full, so the note can show the new text
+    note = parent[-1]
+    assert note["role"] == "user" and note["content"].startswith("[kimi] Files changed"), note
+    assert "calc.py" in note["content"] and "a + b" in note["content"]
+
+
 def test_sigterm_stops_running_subagents_and_their_commands(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     import signal
     import subprocess

@@ -1,8 +1,13 @@
-"""The tool protocol: pydantic params (-> JSON schema), a description, and an async run."""
+"""The tool protocol: pydantic params (-> JSON schema), a description, the facts of a call, and an async run.
+
+Facts are how the rest of kimi knows what a call may do. The loop, parallel batching, checkpoints, change
+notes, compaction, subagent kinds and plan mode all ask a call's facts; none of them knows a tool by name.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -18,14 +23,58 @@ class ToolError(Exception):
     """A failure the model should read and act on; it becomes the tool result, never a crash."""
 
 
+@dataclass(frozen=True)
+class ToolFacts:
+    """What one call may do. `paths` names the files it writes when its arguments say (None: any file)."""
+
+    reads: bool = False  # reads the workspace or other local state
+    writes: bool = False  # may change files in the workspace
+    paths: tuple[str, ...] | None = None  # the files written, as the arguments name them; None: unknown
+    commands: bool = False  # starts or stops processes (a command, a background task, a subagent that may)
+    network: bool = False  # reaches beyond this machine
+
+    @property
+    def read_only(self) -> bool:
+        """Nothing changes: the call may run beside other reads, and an identical call may share its answer."""
+        return not (self.writes or self.commands)
+
+    @property
+    def unknown_writes(self) -> bool:
+        """May change files it cannot name in advance (a command, a subagent, an MCP tool)."""
+        return self.writes and self.paths is None
+
+    def writing(self, *paths: str) -> ToolFacts:
+        """These facts for a call that writes exactly `paths`."""
+        return ToolFacts(self.reads, True, tuple(paths), self.commands, self.network)
+
+    @staticmethod
+    def union(many: Iterable[ToolFacts]) -> ToolFacts:
+        """What a group of tools may do together (a subagent kind's tools); written paths become unknown."""
+        items = list(many)
+        writes = any(f.writes for f in items)
+        return ToolFacts(
+            reads=any(f.reads for f in items),
+            writes=writes,
+            commands=any(f.commands for f in items),
+            network=any(f.network for f in items),
+        )
+
+
+READS = ToolFacts(reads=True)
+NOTHING = ToolFacts()  # touches nothing outside the conversation (the plan)
+ANYTHING = ToolFacts(reads=True, writes=True, commands=True, network=True)
+
+
 @dataclass
 class ToolResult:
-    """What a tool gives back: text for the model, optional images, and a display hint for the UI."""
+    """What a tool gives back: text for the model, optional images, and a display hint for the UI.
+    `usage` is the model usage the call spent itself (a subagent): it adds to the caller's."""
 
     output: str
     is_error: bool = False
     images: list[str] = field(default_factory=list)
     display: dict[str, Any] | None = None
+    usage: dict[str, int] | None = None
 
 
 @dataclass
@@ -41,18 +90,26 @@ P = TypeVar("P", bound=BaseModel)
 
 
 class Tool(ABC, Generic[P]):
-    """One tool. Subclasses set name, description and Params, and implement run."""
+    """One tool. Subclasses set name, description, Params and facts, and implement run."""
 
     name: ClassVar[str]
     description: ClassVar[str]
     Params: ClassVar[type[BaseModel]]
-    changes_files: ClassVar[bool] = False
-    read_only: ClassVar[bool] = False  # reads only: may run concurrently with other reads
+    facts: ClassVar[ToolFacts] = ANYTHING  # undeclared: assume the worst
     concurrent_group: ClassVar[str | None] = None  # calls of one group, in a row, run together (subagents)
+    max_concurrent: ClassVar[int] = 8  # how many calls of this tool's batch run at once
 
-    def is_read_only(self, params: P) -> bool:
-        """Whether this call only reads; tools whose answer depends on the arguments override it."""
-        return self.read_only
+    def declared(self) -> ToolFacts:
+        """The most this tool may do, whatever the arguments (subagent kinds and plan mode read this)."""
+        return self.facts
+
+    def facts_for(self, params: P) -> ToolFacts:
+        """What this call may do; tools whose effects depend on the arguments override it."""
+        return self.declared()
+
+    def observe_prompt(self, text: str, ctx: ToolContext) -> None:
+        """The user's own words, once per turn, before the model sees them; a tool may note what it needs."""
+        return None
 
     def schema(self) -> dict[str, Any]:
         return function_schema(self.name, self.description, self.Params)

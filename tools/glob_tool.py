@@ -7,7 +7,7 @@ import fnmatch
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.files import list_files
 
 MAX_MATCHES = 1000
@@ -29,7 +29,7 @@ class Glob(Tool[GlobParams]):
     name = "Glob"
     description = "List files matching a glob pattern (sorted; ignored files left out)."
     Params = GlobParams
-    read_only = True
+    facts = READS
 
     async def run(self, params: GlobParams, ctx: ToolContext) -> ToolResult:
         base = ctx.workspace.resolve(params.directory or ".")

@@ -1,14 +1,47 @@
-"""ToolRegistry: the schemas sent to the model, and a call path where every failure becomes a result."""
+"""ToolRegistry: the schemas sent to the model, and a call path where every failure becomes a result.
+
+A call from the model is parsed and validated once, into a `PreparedCall`; the loop, batching, the loop
+guard, checkpoints and change notes all read that, never the raw JSON again.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import NOTHING, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+
+READ_GROUP = "read"
+
+
+@dataclass
+class PreparedCall:
+    """One call as the model made it, parsed once: the tool, its validated params, and what it may do.
+    A call that cannot run (unknown tool, broken JSON, bad arguments) carries the error it answers with."""
+
+    id: str
+    name: str
+    arguments: str  # the raw JSON text, kept for the history and the events
+    key: str  # canonical name + arguments: identical calls have equal keys
+    tool: Tool[Any] | None = None
+    params: BaseModel | None = None
+    error: str | None = None
+    facts: ToolFacts = NOTHING
+    group: str | None = READ_GROUP  # calls of one group in a row run together; None: alone
+    limit: int = 8  # how many of this group run at once
+
+
+def _canonical(name: str, raw: str) -> tuple[str, Any, str | None]:
+    """(key, decoded arguments, JSON error message) for raw arguments."""
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        return f"{name}\x00{raw.strip()}", None, f"{exc.msg} at position {exc.pos}"
+    return f"{name}\x00{json.dumps(args, sort_keys=True, separators=(',', ':'))}", args, None
 
 
 class ToolRegistry:
@@ -26,38 +59,6 @@ class ToolRegistry:
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
-    def _params(self, name: str, raw_arguments: str) -> tuple[Tool[Any], Any] | None:
-        tool = self._tools.get(name)
-        if tool is None:
-            return None
-        try:
-            args = json.loads(raw_arguments) if raw_arguments.strip() else {}
-            return tool, tool.Params.model_validate(args)
-        except (json.JSONDecodeError, ValidationError, TypeError):
-            return None
-
-    def is_read_only(self, name: str, raw_arguments: str) -> bool:
-        """Whether this call only reads (a bad call is answered without running, so it counts as a read)."""
-        found = self._params(name, raw_arguments)
-        if found is None:
-            return True
-        tool, params = found
-        return tool.is_read_only(params)
-
-    def batch_key(self, name: str, raw_arguments: str) -> str | None:
-        """Calls with the same key, one after another, may run together: reads, or subagents."""
-        found = self._params(name, raw_arguments)
-        if found is not None and found[0].concurrent_group:
-            return found[0].concurrent_group
-        return "read" if self.is_read_only(name, raw_arguments) else None
-
-    def changes_files(self, name: str, raw_arguments: str = "") -> bool:
-        found = self._params(name, raw_arguments)
-        if found is None:
-            return False
-        tool, params = found
-        return tool.changes_files and not tool.is_read_only(params)
-
     @property
     def tools(self) -> list[Tool[Any]]:
         return list(self._tools.values())
@@ -72,35 +73,66 @@ class ToolRegistry:
             self._schemas = [tool.schema() for tool in self._tools.values()]
         return self._schemas
 
-    async def call(self, name: str, raw_arguments: str, ctx: ToolContext) -> ToolResult:
-        """Run one call from the model. Unknown tools, broken JSON and bad args come back as errors."""
+    def observe_prompt(self, text: str, ctx: ToolContext) -> None:
+        """Hand the user's own words to every tool that wants them (see Tool.observe_prompt)."""
+        for tool in self._tools.values():
+            tool.observe_prompt(text, ctx)
+
+    def prepare(self, call_id: str, name: str, raw_arguments: str) -> PreparedCall:
+        """Parse and validate one call. A bad call is answered without running, so it counts as a read."""
+        key, args, json_error = _canonical(name, raw_arguments)
+        call = PreparedCall(call_id, name, raw_arguments, key)
         tool = self._tools.get(name)
         if tool is None:
-            known = ", ".join(self._tools)
-            return ToolResult(f"error: unknown tool '{name}'. Available tools: {known}.", is_error=True)
+            call.error = f"error: unknown tool '{name}'. Available tools: {', '.join(self._tools)}."
+            return call
+        call.tool = tool
         if getattr(tool, "echo_arguments", False):  # a provider's built-in function: its arguments are the answer
-            return ToolResult(raw_arguments, display={"kind": "builtin", "name": name})
-        try:
-            args = json.loads(raw_arguments) if raw_arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            snippet = raw_arguments[:200]
-            return ToolResult(
-                f"error: the arguments for {name} are not valid JSON ({exc.msg} at position {exc.pos}): "
-                f"{snippet!r}. Send a single JSON object.",
-                is_error=True,
+            call.facts = tool.declared()
+            return self._grouped(call)
+        if json_error is not None:
+            call.error = (
+                f"error: the arguments for {name} are not valid JSON ({json_error}): {raw_arguments[:200]!r}. "
+                "Send a single JSON object."
             )
+            return call
         if not isinstance(args, dict):
-            return ToolResult(f"error: the arguments for {name} must be a JSON object", is_error=True)
+            call.error = f"error: the arguments for {name} must be a JSON object"
+            return call
         try:
-            params = tool.Params.model_validate(args)
+            call.params = tool.Params.model_validate(args)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
             )
-            return ToolResult(f"error: invalid arguments for {name}: {problems}", is_error=True)
+            call.error = f"error: invalid arguments for {name}: {problems}"
+            return call
+        call.facts = tool.facts_for(call.params)
+        return self._grouped(call)
+
+    @staticmethod
+    def _grouped(call: PreparedCall) -> PreparedCall:
+        assert call.tool is not None
+        if call.tool.concurrent_group:
+            call.group = call.tool.concurrent_group
+        else:
+            call.group = READ_GROUP if call.facts.read_only else None
+        call.limit = call.tool.max_concurrent
+        return call
+
+    async def run(self, call: PreparedCall, ctx: ToolContext) -> ToolResult:
+        """Run a prepared call. Tool errors and tool bugs come back as error results, never as exceptions."""
+        if call.error is not None or call.tool is None:
+            return ToolResult(call.error or f"error: unknown tool '{call.name}'", is_error=True)
+        if call.params is None:  # echo_arguments: the raw arguments are the answer
+            return ToolResult(call.arguments, display={"kind": "builtin", "name": call.name})
         try:
-            return await tool.run(params, ctx)
+            return await call.tool.run(call.params, ctx)
         except ToolError as exc:
             return ToolResult(f"error: {exc}", is_error=True)
         except Exception as exc:  # a tool bug must not end the session
-            return ToolResult(f"error: {name} failed unexpectedly: {type(exc).__name__}: {exc}", is_error=True)
+            return ToolResult(f"error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", is_error=True)
+
+    async def call(self, name: str, raw_arguments: str, ctx: ToolContext, call_id: str = "") -> ToolResult:
+        """Prepare and run one call (tests, and callers outside the loop)."""
+        return await self.run(self.prepare(call_id, name, raw_arguments), ctx)

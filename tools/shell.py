@@ -7,7 +7,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.background import TaskManager
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.sandbox.base import Sandbox
 
 
@@ -35,7 +35,7 @@ class Shell(Tool[ShellParams]):
         "with the exit code; long output keeps its head and tail. Use the Git tool for git operations."
     )
     Params = ShellParams
-    changes_files = True
+    facts = ToolFacts(reads=True, writes=True, commands=True)  # the network only when the sandbox allows it
 
     def __init__(
         self,

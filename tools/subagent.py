@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 
 Spawn = Callable[[str, str, list[str]], Awaitable[tuple[str, dict[str, Any]]]]
 MAX_CONCURRENT = 4
@@ -37,19 +37,24 @@ class AgentTool(Tool[AgentParams]):
         "at once). kind: explore (read-only) or coder (may edit and run commands)."
     )
     Params = AgentParams
-    changes_files = True
-    concurrent_group = "agent"  # consecutive Agent calls run together, MAX_CONCURRENT at a time
+    concurrent_group = "subagents"  # consecutive calls run together, MAX_CONCURRENT at a time
+    max_concurrent = MAX_CONCURRENT
 
-    def __init__(self, spawn: Spawn, kinds: list[str]) -> None:
+    def __init__(self, spawn: Spawn, kinds: dict[str, ToolFacts]) -> None:
+        """`kinds`: each kind's name and what its tools may do together (explore reads, coder writes)."""
         self.spawn = spawn
         self.kinds = kinds
 
-    def is_read_only(self, params: AgentParams) -> bool:
-        return params.kind == "explore"
+    def declared(self) -> ToolFacts:
+        return ToolFacts.union(self.kinds.values())
+
+    def facts_for(self, params: AgentParams) -> ToolFacts:
+        return self.kinds.get(params.kind, READS)  # an unknown kind is refused without running
 
     async def run(self, params: AgentParams, ctx: ToolContext) -> ToolResult:
         if params.kind not in self.kinds:
             raise ToolError(f"unknown subagent kind {params.kind!r}; known: {', '.join(self.kinds)}")
         report, usage = await self.spawn(params.task, params.kind, list(params.files or []))
         tokens = usage.get("total_tokens", 0)
-        return ToolResult(report, display={"kind": "subagent", "agent": params.kind, "tokens": tokens})
+        display = {"kind": "subagent", "agent": params.kind, "tokens": tokens}
+        return ToolResult(report, display=display, usage=usage)

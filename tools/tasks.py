@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.background import TaskManager
-from kimi_cli.tools.base import Tool, ToolContext, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
 
 
 class TaskOutputParams(BaseModel):
@@ -20,7 +20,7 @@ class TaskOutput(Tool[TaskOutputParams]):
         "from the previous answer to get only what is new; long output keeps its head and tail."
     )
     Params = TaskOutputParams
-    read_only = True
+    facts = READS
 
     def __init__(self, tasks: TaskManager) -> None:
         self.tasks = tasks
@@ -37,6 +37,7 @@ class TaskStop(Tool[TaskStopParams]):
     name = "TaskStop"
     description = "Stop a background task: it and every process it started are killed."
     Params = TaskStopParams
+    facts = ToolFacts(commands=True)  # ends processes
 
     def __init__(self, tasks: TaskManager) -> None:
         self.tasks = tasks

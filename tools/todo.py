@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolResult
+from kimi_cli.tools.base import NOTHING, Tool, ToolContext, ToolResult
 
 MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
 
@@ -24,6 +24,7 @@ class SetTodoList(Tool[SetTodoListParams]):
     name = "SetTodoList"
     description = "Set the task plan as a todo list (replaces the previous list). Keep it short and current."
     Params = SetTodoListParams
+    facts = NOTHING  # the plan lives in the conversation
 
     async def run(self, params: SetTodoListParams, ctx: ToolContext) -> ToolResult:
         ctx.todos[:] = [t.model_dump() for t in params.todos]

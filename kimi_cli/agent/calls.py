@@ -2,7 +2,8 @@
 
 A call that writes or runs a command is a barrier: it waits for the reads before it, and the reads after
 it wait for it. Results are returned in the order the model asked for them, so the history (and with it
-the session log and the prompt cache) does not depend on which read finished first.
+the session log and the prompt cache) does not depend on which read finished first. Everything here reads
+the prepared calls' facts; no tool is known by name.
 """
 
 from __future__ import annotations
@@ -13,50 +14,45 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kimi_cli.agent.events import ErrorNotice, Event, ToolCall
-from kimi_cli.agent.guard import LoopGuard, call_key
-from kimi_cli.llm.types import ToolCallRequest
+from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.tools.base import ToolContext, ToolResult
-from kimi_cli.tools.registry import ToolRegistry
-
-MAX_PARALLEL = {"read": 8, "agent": 4}
+from kimi_cli.tools.registry import PreparedCall, ToolRegistry
 
 
 @dataclass
 class CallOutcome:
-    call: ToolCallRequest
+    call: PreparedCall
     result: ToolResult
     ms: float
 
 
-def plan_sharing(calls: list[ToolCallRequest], registry: ToolRegistry) -> list[int]:
+def plan_sharing(calls: list[PreparedCall]) -> list[int]:
     """For each call, the index of the call whose result it takes: itself, or an identical call before it
     with nothing in between that could change the answer (any call that is not a read)."""
     owner: list[int] = []
     seen: dict[str, int] = {}
     for index, call in enumerate(calls):
-        key = call_key(call.name, call.arguments)
-        if key in seen:
-            owner.append(seen[key])
+        if call.key in seen:
+            owner.append(seen[call.key])
             continue
         owner.append(index)
-        if not registry.is_read_only(call.name, call.arguments):
+        if not call.facts.read_only:
             seen.clear()
-        seen[key] = index
+        seen[call.key] = index
     return owner
 
 
-def plan_batches(calls: list[ToolCallRequest], registry: ToolRegistry) -> list[list[int]]:
-    """Indexes of the calls, grouped: a run of reads (or of subagents) is one batch, every other call a batch
-    of its own."""
+def plan_batches(calls: list[PreparedCall]) -> list[list[int]]:
+    """Indexes of the calls, grouped: a run of calls of one group (reads, subagents) is one batch; every
+    call without a group is a batch of its own."""
     batches: list[list[int]] = []
     last: str | None = None
     for index, call in enumerate(calls):
-        key = registry.batch_key(call.name, call.arguments)
-        if key is not None and key == last:
+        if call.group is not None and call.group == last:
             batches[-1].append(index)
         else:
             batches.append([index])
-        last = key
+        last = call.group
     return batches
 
 
@@ -76,24 +72,24 @@ class CallRunner:
         self.guard = guard
         self.emit = emit
         self.on_result = on_result
-        self._limits = {key: asyncio.Semaphore(n) for key, n in MAX_PARALLEL.items()}
+        self._limits: dict[str, asyncio.Semaphore] = {}
 
-    async def _one(self, call: ToolCallRequest, concurrent: bool) -> CallOutcome:
+    async def _one(self, call: PreparedCall, concurrent: bool) -> CallOutcome:
         began = time.perf_counter()
-        if concurrent:
-            key = self.registry.batch_key(call.name, call.arguments) or "read"
-            async with self._limits.get(key, self._limits["read"]):
-                result = await self.registry.call(call.name, call.arguments, self.ctx)
+        if concurrent and call.group is not None:
+            limit = self._limits.setdefault(call.group, asyncio.Semaphore(call.limit))
+            async with limit:
+                result = await self.registry.run(call, self.ctx)
         else:
-            result = await self.registry.call(call.name, call.arguments, self.ctx)
+            result = await self.registry.run(call, self.ctx)
         return CallOutcome(call, result, (time.perf_counter() - began) * 1000)
 
-    async def run(self, calls: list[ToolCallRequest]) -> str:
+    async def run(self, calls: list[PreparedCall]) -> str:
         """Run every call; returns why the run must stop ('' to go on). Unanswered calls raise on cancel."""
-        owner = plan_sharing(calls, self.registry)
+        owner = plan_sharing(calls)
         outcomes: dict[int, CallOutcome] = {}
         stop = ""
-        for batch in plan_batches(calls, self.registry):
+        for batch in plan_batches(calls):
             if stop:
                 for index in batch:
                     skipped = ToolResult("skipped: the run was stopped", is_error=True)
@@ -111,7 +107,7 @@ class CallRunner:
                     result = ToolResult(shared.result.output, shared.result.is_error, [], shared.result.display)
                     self.on_result(CallOutcome(call, result, 0.0))
                     continue
-                count = self.guard.record(call.name, call.arguments, shared.result.output)
+                count = self.guard.record(call.key, shared.result.output)
                 reminder = self.guard.reminder(count)
                 if reminder:
                     shared.result.output += reminder

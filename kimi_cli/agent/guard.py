@@ -1,25 +1,16 @@
 """LoopGuard: notices when the model repeats a call that changes nothing, and stops a run that is stuck.
 
-A call is a repeat only if it is the same tool with the same canonical arguments as the previous call
-*and* it returned the same result. Anything else in between, or a different result (the file changed,
+A call is a repeat only if it has the same key (tool and canonical arguments, from the prepared call) as
+the previous call *and* it returned the same result. Anything else in between, or a different result (the file changed,
 the test output changed), starts the count again: rereading a file after editing it is normal work.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 
 REMIND_AT = 3
 STOP_AT = 8
-
-
-def call_key(name: str, arguments: str) -> str:
-    try:
-        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
-    except (json.JSONDecodeError, TypeError):
-        canonical = arguments.strip()
-    return f"{name}\x00{canonical}"
 
 
 def _digest(text: str) -> bytes:
@@ -35,9 +26,9 @@ class LoopGuard:
         self._last: tuple[str, bytes] | None = None
         self.count = 0
 
-    def record(self, name: str, arguments: str, result: str) -> int:
-        """Record a finished call; returns how many times in a row it has now been made with this result."""
-        current = (call_key(name, arguments), _digest(result))
+    def record(self, key: str, result: str) -> int:
+        """Record a finished call by its key; returns how many times in a row it has now had this result."""
+        current = (key, _digest(result))
         self.count = self.count + 1 if current == self._last else 1
         self._last = current
         return self.count

@@ -1,4 +1,8 @@
-"""The agent loop: send the conversation, stream the answer, run the tool calls, repeat."""
+"""The agent loop: send the conversation, stream the answer, run the tool calls, repeat.
+
+The loop knows tools only through the registry: each call is prepared once (parsed, validated, its facts
+read), and checkpoints, change notes, batching and compaction ask those facts.
+"""
 
 from __future__ import annotations
 
@@ -25,13 +29,14 @@ from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.llm.assemble import StreamCallbacks
 from kimi_cli.llm.failures import ContextOverflow
-from kimi_cli.llm.types import Completion, Message, ToolCallRequest, Usage
+from kimi_cli.llm.types import Completion, Message, Usage
 from kimi_cli.session.history import INTERRUPTED
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.output import cap_text
-from kimi_cli.tools.registry import ToolRegistry
+from kimi_cli.tools.registry import PreparedCall, ToolRegistry
 
 TOOL_OUTPUT_CAP = 100_000
+IMAGES_NOTE = "Images returned by the tool calls above:"
 
 
 class Provider(Protocol):
@@ -54,14 +59,16 @@ class Checkpointer(Protocol):
 class ContextHooks(Protocol):
     """The repository context: change notes after tools, and compaction near the window's end."""
 
-    def after_tools(self, calls: list[ToolCallRequest]) -> str: ...
+    def after_tools(self, own_paths: list[str], unknown_changes: bool) -> str: ...
     def observe_usage(self, messages: list[Message], tools: list[dict[str, Any]], prompt_tokens: int) -> None: ...
 
     context_length: int
 
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int: ...
     def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool: ...
-    async def compact(self, provider: Any, messages: list[Message], todos: list[dict[str, str]]) -> list[Message]: ...
+    async def compact(
+        self, provider: Any, messages: list[Message], todos: list[dict[str, str]], touched: list[str]
+    ) -> list[Message]: ...
 
 
 class Recorder(Protocol):
@@ -99,6 +106,7 @@ class Agent:
         context: ContextHooks | None = None,
         max_output_tokens: int | None = None,
         notes: Callable[[], list[str]] | None = None,
+        user_prompts: bool = True,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -112,6 +120,7 @@ class Agent:
         self.context = context
         self.max_output_tokens = max_output_tokens
         self.notes = notes  # things that happened on their own (a background task ended): told before a request
+        self.user_prompts = user_prompts  # False for a subagent: its task is the model's words, not the user's
         self._usage_missing_told = False
         self._prompt_tokens = 0  # what the last request cost (prompt + completion), from the server
         self._sent_count = 0  # how many messages that figure covers
@@ -132,8 +141,8 @@ class Agent:
     async def run(self, user_message: Message, preamble: list[Message] | None = None) -> RunOutcome:
         if self.checkpointer is not None:
             self.checkpointer.mark_turn(len(self.messages), _prompt_text(user_message))
-        # URLs the user typed may be fetched without asking (FetchURL reads this).
-        self.ctx.services.setdefault("prompt_urls", set()).update(_urls(_prompt_text(user_message, limit=None)))
+        if self.user_prompts:  # tools may note what the user asked for themselves (a URL typed in the prompt)
+            self.registry.observe_prompt(_prompt_text(user_message, limit=None), self.ctx)
         for message in preamble or []:
             self.add_message(message)
         self.add_message(user_message)
@@ -181,23 +190,20 @@ class Agent:
             self._prompt_tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens
             self._sent_count = len(self.messages)
         tools_started = time.perf_counter()
-        calls = completion.tool_calls
-        names: list[str] = []
-        if self.checkpointer is not None:
-            names = sorted({c.name for c in calls if self.registry.changes_files(c.name, c.arguments)})
-        changes = bool(names)
-        if changes:
-            assert self.checkpointer is not None
+        calls = [self.registry.prepare(c.id, c.name, c.arguments) for c in completion.tool_calls]
+        writers = sorted({c.name for c in calls if c.facts.writes})
+        checkpoint = self.checkpointer if writers else None
+        if checkpoint is not None:
             # The cut point for undo is this assistant message: undoing the step forgets the decision too.
-            await self.checkpointer.snapshot("before", self.steps, len(self.messages) - 1, names)
+            await checkpoint.snapshot("before", self.steps, len(self.messages) - 1, writers)
         stop = await self._run_calls(calls)
-        if self.context is not None and completion.tool_calls:
-            note = self.context.after_tools(completion.tool_calls)
+        if self.context is not None and calls:
+            own = [path for c in calls if c.facts.writes for path in c.facts.paths or ()]
+            note = self.context.after_tools(own, any(c.facts.unknown_writes for c in calls))
             if note:
                 self.add_message({"role": "user", "content": note})
-        if changes:
-            assert self.checkpointer is not None
-            await self.checkpointer.snapshot("after", self.steps, len(self.messages), names)
+        if checkpoint is not None:
+            await checkpoint.snapshot("after", self.steps, len(self.messages), writers)
         tools_ms = (time.perf_counter() - tools_started) * 1000
         self.tools_seconds += tools_ms / 1000
         self.emit(StepEnd(self.steps, round(model_ms, 3), round(tools_ms, 3)))
@@ -209,7 +215,7 @@ class Agent:
         assert self.context is not None
         before = self.context.estimate(self.messages, self._prompt_tokens, self._sent_count)
         count = len(self.messages)
-        new = await self.context.compact(self.provider, self.messages, self.ctx.todos)
+        new = await self.context.compact(self.provider, self.messages, self.ctx.todos, self.files_written())
         self.recorder.replace_history(new, "compaction")
         self.messages[:] = new
         self._prompt_tokens = 0
@@ -251,7 +257,17 @@ class Agent:
         self._prompt_tokens = 0
         self._sent_count = 0
 
-    async def _run_calls(self, calls: list[ToolCallRequest]) -> str:
+    def files_written(self) -> list[str]:
+        """The files the history's calls wrote by name, in first-written order (the registry reads each call)."""
+        written: list[str] = []
+        for message in self.messages:
+            for raw in message.get("tool_calls") or []:
+                fn = raw.get("function") or {}
+                facts = self.registry.prepare(raw.get("id", ""), fn.get("name", ""), fn.get("arguments") or "").facts
+                written += [p for p in facts.paths or () if facts.writes and p not in written]
+        return written
+
+    async def _run_calls(self, calls: list[PreparedCall]) -> str:
         """Run the turn's calls; returns a reason to stop the run, or ''."""
         images: list[str] = []
         answered: set[str] = set()
@@ -260,6 +276,8 @@ class Agent:
             output = cap_text(outcome.result.output, TOOL_OUTPUT_CAP)
             call, result = outcome.call, outcome.result
             self.emit(ToolOutput(call.id, call.name, output, result.is_error, round(outcome.ms, 3), result.display))
+            if result.usage:  # a subagent's model usage adds to this run's
+                self.usage.add(Usage.from_dict(result.usage))
             self.add_message({"role": "tool", "tool_call_id": call.id, "content": output or "(no output)"})
             answered.add(call.id)
             images.extend(result.images)
@@ -274,7 +292,7 @@ class Agent:
                     self.add_message({"role": "tool", "tool_call_id": call.id, "content": INTERRUPTED})
             raise
         if images:
-            parts: list[dict[str, Any]] = [{"type": "text", "text": "Images returned by ReadMediaFile:"}]
+            parts: list[dict[str, Any]] = [{"type": "text", "text": IMAGES_NOTE}]
             parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
             self.add_message({"role": "user", "content": parts})
         return stop
@@ -286,9 +304,3 @@ def _prompt_text(message: Message, limit: int | None = 200) -> str:
         content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     text = " ".join(str(content or "").split())
     return text[:limit] if limit else text
-
-
-def _urls(text: str) -> set[str]:
-    import re
-
-    return {u.rstrip(".,;:!?") for u in re.findall(r"https?://[^\s<>\"'`)\]]+", text)}

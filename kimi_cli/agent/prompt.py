@@ -23,6 +23,6 @@ How to work:
 """
 
 
-def system_prompt(workspace: Path, extra: str = "") -> str:
-    text = SYSTEM_TEMPLATE.format(workspace=workspace, os=f"{platform.system()} {platform.release()}")
-    return text + (f"\n{extra.strip()}\n" if extra.strip() else "")
+def system_prompt(workspace: Path) -> str:
+    """The template filled in; used only through agent.prefix.PrefixBuilder, which adds what follows it."""
+    return SYSTEM_TEMPLATE.format(workspace=workspace, os=f"{platform.system()} {platform.release()}")

@@ -1,8 +1,9 @@
-"""Subagents: the same agent loop on a fresh context, for the Agent tool.
+"""Subagents: the same agent loop on a fresh context, for the subagent tool.
 
-A subagent gets the system prompt, AGENTS.md and a pack ranked for its own task within a smaller budget,
-and the tools of its kind: explore (read-only), coder (all but Agent), or a custom kind from
-`.kimi/agents/*.md` (front matter: name, description, tools; the body is added to the system prompt).
+A subagent gets the session's prefix (system prompt, AGENTS.md, skills), a pack ranked for its own task
+within a smaller budget, and its kind's part at the end. Its tools are those of its kind: explore (every
+tool whose facts say it only reads), coder (every tool but the subagent tool), or a custom kind from
+`.kimi/agents/*.md` (front matter: name, description, tools; the body is the kind's part of the prompt).
 Its steps are logged in the parent's session as a nested run; the parent sees only the final report.
 Its usage adds to the parent's. Edits to the same file by two subagents are serialized.
 """
@@ -17,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.llm.types import Message
+from kimi_cli.tools.base import Tool, ToolFacts
 
 REPORT_CAP = 8000
 SUB_MAX_STEPS = 150
 SUB_BUDGET_SHARE = 0.25  # of the main pack budget
-READ_ONLY = ("ReadFile", "Glob", "Grep", "ReadMediaFile", "SetTodoList", "FetchURL")
 REPORT_RULE = (
     "You are a subagent: another agent gave you this task and will read only your final answer. Finish the "
     "task, then answer with a concise report (at most about 300 words): what you found or changed, with "
@@ -33,13 +34,27 @@ REPORT_RULE = (
 class AgentKind:
     name: str
     description: str
-    tools: list[str] | None  # None: every tool but Agent
+    tools: list[str] | None  # names from the kind's file; None: every tool the session gives subagents
     prompt: str = ""
+    read_only: bool = False  # only tools whose declared facts say they change nothing
+
+    def allows(self, tool: Tool[Any]) -> bool:
+        if self.tools is not None and tool.name not in self.tools:
+            return False
+        return not self.read_only or tool.declared().read_only
+
+    def mode(self) -> str:
+        """The kind's part of the system message, appended after the shared prefix and the pack."""
+        return REPORT_RULE + (f"\n\n{self.prompt}" if self.prompt else "")
+
+    def facts(self, tools: list[Tool[Any]]) -> ToolFacts:
+        """What a subagent of this kind may do: what its tools may do together."""
+        return ToolFacts.union(t.declared() for t in tools if self.allows(t))
 
 
 def builtin_kinds() -> dict[str, AgentKind]:
     return {
-        "explore": AgentKind("explore", "read-only study", list(READ_ONLY)),
+        "explore": AgentKind("explore", "read-only study", None, read_only=True),
         "coder": AgentKind("coder", "edits and commands", None),
     }
 

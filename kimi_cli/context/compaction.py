@@ -6,7 +6,6 @@ history holds no tool calls at all, so no tool-call id can dangle.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kimi_cli.llm.types import Message
@@ -18,6 +17,7 @@ SUMMARY_SYSTEM = (
     "and what remains to do. Do not call tools. Do not drop details needed to finish the task."
 )
 TRANSCRIPT_CAP = 400_000  # characters of transcript sent to the summariser
+IMAGES_NOTE_PREFIX = "Images returned by "  # the loop's message carrying tool images; not the user's words
 
 
 def _text_of(content: Any) -> str:
@@ -50,27 +50,12 @@ def transcript(messages: list[Message]) -> str:
     return joined
 
 
-def files_touched(messages: list[Message]) -> list[str]:
-    touched: list[str] = []
-    for msg in messages:
-        for call in msg.get("tool_calls") or []:
-            fn = call.get("function", {})
-            if fn.get("name") in ("WriteFile", "StrReplaceFile"):
-                try:
-                    path = json.loads(fn.get("arguments") or "{}").get("path")
-                except (json.JSONDecodeError, AttributeError):
-                    continue
-                if isinstance(path, str) and path not in touched:
-                    touched.append(path)
-    return touched
-
-
 def user_texts(messages: list[Message]) -> list[str]:
     return [_text_of(m.get("content")) for m in messages if m.get("role") == "user" and not _is_note(m)]
 
 
 def _is_note(msg: Message) -> bool:
-    return _text_of(msg.get("content")).startswith(("[kimi]", "Images returned by ReadMediaFile"))
+    return _text_of(msg.get("content")).startswith(("[kimi]", IMAGES_NOTE_PREFIX))
 
 
 def summary_request(messages: list[Message]) -> list[Message]:
@@ -81,9 +66,10 @@ def summary_request(messages: list[Message]) -> list[Message]:
 
 
 def compacted_history(
-    system: Message, messages: list[Message], summary: str, todos: list[dict[str, str]]
+    system: Message, messages: list[Message], summary: str, todos: list[dict[str, str]], touched: list[str]
 ) -> list[Message]:
-    """[system (fresh pack), one user message: the task verbatim, later requests, summary, todos, files]."""
+    """[system (fresh pack), one user message: the task verbatim, later requests, summary, todos, files].
+    `touched`: the files the agent wrote by name, as the tool registry read them from the calls."""
     asks = user_texts(messages)
     parts = [asks[0] if asks else ""]
     if len(asks) > 1:
@@ -92,7 +78,6 @@ def compacted_history(
     if todos:
         marks = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
         parts.append("Todo list:\n" + "\n".join(f"{marks.get(t['status'], '[ ]')} {t['title']}" for t in todos))
-    touched = files_touched(messages)
     if touched:
         parts.append("Files touched so far: " + ", ".join(touched))
     parts.append("The repository snapshot in the system prompt is current as of now. Continue the task.")

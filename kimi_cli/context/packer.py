@@ -25,7 +25,7 @@ def overhead(path: str) -> int:
 OUTLINE_SHARE = 0.12  # of the budget kept for outlines when not everything fits
 SAFETY = 0.005  # of the budget, for the difference between per-block counts and the rendered whole
 FULL_HEADING = "## Files in full, most relevant first"
-OUTLINE_HEADING = "## Outlines (definitions and line numbers) of files not shown in full; use ReadFile for more"
+OUTLINE_HEADING = "## Outlines (definitions and line numbers) of files not shown in full; read a file for more"
 TREE_HEADING = "## Every file (F: in full, O: outline, L: listed only, S: skipped)"
 MAX_CHARS_PER_TOKEN = 8  # above this many chars per token of budget, a repository cannot fit
 MAX_OUTLINED = 3000  # files parsed with tree-sitter when not everything fits: the ones that can still win a place
@@ -321,7 +321,7 @@ def render_tree(
 ) -> str:
     """Every file under its folder, with a one-letter mark; skipped files say why and how big. With
     `collapse`, a folder that holds nothing packed is one line: its file count, main extensions and size
-    (the model can Glob it)."""
+    (the model can list it)."""
     if collapse:
         return _collapsed_tree(records, modes)
     return _full_tree(records, modes, placeholder)
@@ -369,7 +369,7 @@ def _collapsed_tree(records: list[FileRecord], modes: dict[str, Mode]) -> str:
                     lines.append(f"{'  ' * depth}{parts[depth]}/")
                 else:
                     summary = _summary(totals.get(folder, []))
-                    lines.append(f"{'  ' * depth}{parts[depth]}/ ... {summary} (nothing packed; Glob to see)")
+                    lines.append(f"{'  ' * depth}{parts[depth]}/ ... {summary} (nothing packed; list it to see)")
             if folder not in packed_dirs:
                 visible = False
                 break

@@ -1,4 +1,8 @@
-"""SessionContext: the stable prefix (system prompt, AGENTS.md, packed repository), change notes, compaction."""
+"""SessionContext: the packed repository in the stable prefix, change notes, and compaction.
+
+The system message itself is assembled by the prefix builder the runtime hands in (`prefix(pack, mode)`),
+the same one subagents use; this module supplies the pack section and watches the workspace after it.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kimi_cli.agent.prompt import system_prompt
-from kimi_cli.context.agents_md import load_agents_md
 from kimi_cli.context.compaction import compacted_history, summary_request
 from kimi_cli.context.packer import Pack, RepoPacker
 from kimi_cli.context.watch import PackWatcher
-from kimi_cli.llm.types import Message, ToolCallRequest
+from kimi_cli.llm.types import Message
 
-SELF_EDITS = ("WriteFile", "StrReplaceFile")
+PrefixFn = Callable[[str, str], Message]  # (pack section, mode's part) -> the system message
+SESSION_PACK_INTRO = (
+    "The repository, packed for this task (files in full by relevance, then outlines, then every "
+    "path). It is a snapshot from the start of the session; later changes arrive as notes.\n"
+)
+TASK_PACK_INTRO = "The repository, packed for your task:\n"
+MIN_TASK_BUDGET = 4000
 CHARS_PER_TOKEN = 3.5
 BASELINE_FILE = "pack_baseline.json"
 
@@ -26,6 +34,7 @@ class SessionContext:
     def __init__(
         self,
         root: Path,
+        prefix: PrefixFn,
         budget: int,
         context_length: int,
         compact_at: float,
@@ -34,6 +43,8 @@ class SessionContext:
         model: str = "",
     ) -> None:
         self.root = root
+        self.prefix = prefix
+        self.mode = ""  # what a mode (plan mode) appends to the system message; it survives compaction
         self.budget = budget
         self.context_length = context_length
         self.compact_at = compact_at
@@ -52,20 +63,21 @@ class SessionContext:
         self._calibrated = False
 
     def system_message(self, task: str) -> Message:
-        """System prompt + AGENTS.md + the packed repository: the prefix that stays byte-identical."""
-        parts = [system_prompt(self.root)]
-        agents = load_agents_md(self.root)
-        if agents:
-            parts.append("Project instructions (AGENTS.md):\n" + agents)
+        """The session's prefix with a fresh pack for `task`; the workspace is watched from this state on."""
+        section = ""
         if self.packer is not None:
             pack = self.packer.pack(task, self.budget)
             self.last_pack = pack
             self.watcher = PackWatcher(self.root, self._full_texts(pack))
-            parts.append(
-                "The repository, packed for this task (files in full by relevance, then outlines, then every "
-                "path). It is a snapshot from the start of the session; later changes arrive as notes.\n" + pack.text
-            )
-        return {"role": "system", "content": "\n\n".join(parts)}
+            section = SESSION_PACK_INTRO + pack.text
+        return self.prefix(section, self.mode)
+
+    def task_pack(self, task: str, share: float) -> str:
+        """A smaller pack section ranked for a subagent's task: `share` of the budget, not saved, not watched."""
+        if self.packer is None:
+            return ""
+        pack = self.packer.pack(task, max(MIN_TASK_BUDGET, int(self.budget * share)), persist=False)
+        return TASK_PACK_INTRO + pack.text
 
     def _full_texts(self, pack: Pack) -> dict[str, str]:
         texts = {}
@@ -93,24 +105,15 @@ class SessionContext:
             with contextlib.suppress(OSError):
                 (session_dir / BASELINE_FILE).write_text(json.dumps(self.watcher.baseline))
 
-    def after_tools(self, calls: list[ToolCallRequest]) -> str:
-        """After a step: the agent's own edits are acknowledged; other changes become a note."""
+    def after_tools(self, own_paths: list[str], unknown_changes: bool) -> str:
+        """After a step: files the agent wrote by name are acknowledged (the model saw its own edit); when a
+        call may have changed files it cannot name (a command, a subagent, an MCP tool), what changed since
+        the pack becomes a note."""
         if self.watcher is None:
             return ""
-        own: list[str] = []
-        for call in calls:
-            if call.name in SELF_EDITS:
-                try:
-                    path = json.loads(call.arguments or "{}").get("path")
-                except (json.JSONDecodeError, AttributeError):
-                    continue
-                if isinstance(path, str):
-                    own.append(self._relative(path))
-        if own:
-            self.watcher.acknowledge(own)
-        if any(c.name in ("Shell", "Git") for c in calls):
-            return self.watcher.note()
-        return ""
+        if own_paths:
+            self.watcher.acknowledge([self._relative(p) for p in own_paths])
+        return self.watcher.note() if unknown_changes else ""
 
     def _relative(self, path: str) -> str:
         candidate = Path(path)
@@ -141,10 +144,12 @@ class SessionContext:
     def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool:
         return self.estimate(messages, prompt_tokens, sent_count) >= self.compact_at * self.context_length
 
-    async def compact(self, provider: Any, messages: list[Message], todos: list[dict[str, str]]) -> list[Message]:
+    async def compact(
+        self, provider: Any, messages: list[Message], todos: list[dict[str, str]], touched: list[str]
+    ) -> list[Message]:
         """Summarise with the model, re-pack the repository, and return the new history."""
         completion = await provider.complete(summary_request(messages), [])
         first_user = next((m for m in messages if m.get("role") == "user"), None)
         task = first_user.get("content") if first_user else ""
         system = self.system_message(task if isinstance(task, str) else "")
-        return compacted_history(system, messages, completion.text, todos)
+        return compacted_history(system, messages, completion.text, todos, touched)

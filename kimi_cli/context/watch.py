@@ -25,7 +25,7 @@ class PackWatcher:
         self.baseline: Fingerprint = fingerprint(root, list_paths(root))
 
     def acknowledge(self, paths: list[str]) -> None:
-        """The agent changed these itself (WriteFile, StrReplaceFile): the model already knows."""
+        """The agent changed these itself, by name (a file edit): the model already knows."""
         current = fingerprint(self.root, paths)
         for path, stamp in current.items():
             if stamp[0] < 0:
@@ -51,7 +51,7 @@ class PackWatcher:
         for path in deleted:
             self.texts.pop(path, None)
         text = "\n".join(lines)
-        return text if len(text) <= NOTE_CAP else text[:NOTE_CAP] + "\n[... note cut; use ReadFile for details]"
+        return text if len(text) <= NOTE_CAP else text[:NOTE_CAP] + "\n[... note cut; read the files for details]"
 
     def _describe(self, path: str) -> str:
         try:

@@ -21,6 +21,13 @@ class Usage:
         self.completion_tokens += other.completion_tokens
         self.cached_tokens += other.cached_tokens
 
+    @classmethod
+    def from_dict(cls, data: dict[str, int]) -> Usage:
+        """From `as_dict()`'s shape (total_tokens is derived, so it is ignored)."""
+        return cls(
+            int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0)), int(data.get("cached_tokens", 0))
+        )
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kimi_cli.mcp.config import ServerConfig
 from kimi_cli.mcp.manager import McpError, McpManager
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.schema import clean_json_schema
 
@@ -29,7 +29,6 @@ class McpArgs(BaseModel):
 
 class McpTool(Tool[McpArgs]):
     Params = McpArgs
-    changes_files = True  # unknown effects: checkpoint around it, like Shell
 
     def __init__(
         self, manager: McpManager, server: str, config: ServerConfig, tool: Any, name: str, approver: McpApprover
@@ -42,14 +41,15 @@ class McpTool(Tool[McpArgs]):
         self.input_schema = tool.input_schema or {"type": "object", "properties": {}}
         self.approver = approver
         self.config = config
+        self._facts = mcp_facts(getattr(tool, "annotations", None), tool.name in config.read_only)
 
     def schema(self) -> dict[str, Any]:
         params = clean_json_schema(self.input_schema)
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": params}}  # fmt: skip
 
-    def is_read_only(self, params: McpArgs) -> bool:
-        return self.tool_name in self.config.read_only
+    def declared(self) -> ToolFacts:
+        return self._facts
 
     async def run(self, params: McpArgs, ctx: ToolContext) -> ToolResult:
         arguments = params.model_dump()
@@ -61,6 +61,18 @@ class McpTool(Tool[McpArgs]):
         except McpError as exc:
             raise ToolError(str(exc)) from None
         return convert_result(result)
+
+
+def mcp_facts(annotations: Any, configured_read_only: bool) -> ToolFacts:
+    """What an MCP tool may do, from the server's annotations where it gives them, else the worst case.
+    The user's `read_only` list wins; readOnlyHint marks a read; openWorldHint false keeps it off the
+    network. A tool that may write could write anything (paths unknown): checkpoints and change notes follow."""
+    read_only = configured_read_only or getattr(annotations, "read_only_hint", None) is True
+    network = getattr(annotations, "open_world_hint", None) is not False
+    if read_only:
+        return ToolFacts(reads=True, network=network)
+    # destructiveHint false only says updates are additive: the call still changes something.
+    return ToolFacts(reads=True, writes=True, network=network)
 
 
 def convert_result(result: Any) -> ToolResult:

@@ -9,11 +9,19 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.web.addresses import host_matches
 
 DEFAULT_CHARS = 40_000
+PROMPT_URLS = "prompt_urls"  # ctx.services key: URLs the user typed in this agent's prompts
+
+
+def prompt_urls(text: str) -> set[str]:
+    """The http(s) URLs in a prompt, without trailing punctuation."""
+    import re
+
+    return {u.rstrip(".,;:!?") for u in re.findall(r"https?://[^\s<>\"'`)\]]+", text)}
 
 
 class WebApprover(Protocol):
@@ -33,7 +41,7 @@ class FetchURL(Tool[FetchURLParams]):
         "whole text is saved to a file named in the result."
     )
     Params = FetchURLParams
-    read_only = True
+    facts = ToolFacts(network=True)
 
     def __init__(
         self,
@@ -48,6 +56,11 @@ class FetchURL(Tool[FetchURLParams]):
         self.save_dir = save_dir
         self.count = 0
 
+    def observe_prompt(self, text: str, ctx: ToolContext) -> None:
+        """URLs the user typed may be fetched without asking; they are kept per agent context, so a URL
+        the model writes into a subagent's task is never among them."""
+        ctx.services.setdefault(PROMPT_URLS, set()).update(prompt_urls(text))
+
     async def run(self, params: FetchURLParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.web.fetch import FetchError, fetch_url
         from kimi_cli.web.render import render_body
@@ -58,7 +71,7 @@ class FetchURL(Tool[FetchURLParams]):
         host = (urlsplit(url).hostname or "").lower()
         if not host or urlsplit(url).scheme not in ("http", "https"):
             raise ToolError(f"only http and https URLs can be fetched, not {url!r}")
-        typed = {u for u in ctx.services.get("prompt_urls", set())}
+        typed = ctx.services.get(PROMPT_URLS, set())
         if url not in typed and not host_matches(host, self.allowed_hosts):
             refusal = await self.approver.review_web(host, url)
             if refusal:
@@ -98,7 +111,7 @@ class SearchWeb(Tool[SearchArgs]):
     name = "$web_search"
     description = "Search the web (Moonshot's built-in search, run by the API)."
     Params = SearchArgs
-    read_only = True
+    facts = ToolFacts(network=True)
     echo_arguments = True
 
     def schema(self) -> dict[str, Any]:

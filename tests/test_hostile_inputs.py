@@ -90,11 +90,11 @@ def wait_for_tool_call(proc: subprocess.Popen[str]) -> None:
     raise AssertionError("no tool call")
 
 
-@pytest.mark.parametrize("tool", ["Grep", "ReadFile"])
+@pytest.mark.parametrize("tool", ["Grep"])  # ReadFile refuses a FIFO at once (fstat on a non-blocking open)
 def test_sigterm_while_a_tool_is_stuck_exits_4_within_2_seconds(
     tool: str, repo: Path, env: dict, home: Path, server: ScriptedModelServer
 ) -> None:
-    # A FIFO nobody writes: Grep's rg child blocks in open(), ReadFile's worker thread blocks in open().
+    # A FIFO nobody writes: Grep's rg child blocks in open().
     os.mkfifo(repo / "stuck.fifo")
     server.add({"tool_calls": [tool_call(tool, {"path": "stuck.fifo", **({"pattern": "x"} if tool == "Grep" else {})},
                                          "stuck")]})  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -25,43 +24,34 @@ def list_files(root: Path) -> list[str]:
         out = workspace_git(root, ["ls-files", "--cached", "--others", "--exclude-standard", "-z"])
         if out is not None and out.returncode == 0:
             names = {os.fsdecode(n) for n in out.stdout.split(b"\0") if n}
-            return sorted(n for n in names if (root / n).is_file() or (root / n).is_symlink())
+            from kimi_cli.tools.safe_fs import existing
+
+            # Only names with real folders above them: a folder swapped for a link names nothing outside.
+            return sorted(existing(root, sorted(names), dirs=False))
     return _walk(root)
 
 
 def _walk(root: Path) -> list[str]:
+    """Outside git: the root's .gitignore and .kimiignore, walked from folder descriptors (links listed, never
+    entered; depth bounded: see kimi_cli.tools.safe_walk)."""
     import pathspec
 
-    patterns: list[str] = []
-    for name in (".gitignore", ".kimiignore"):
-        with contextlib.suppress(OSError):
-            patterns += (root / name).read_text(errors="replace").splitlines()
-    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+    from kimi_cli.tools.safe_walk import walk
+
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in ALWAYS_SKIP_DIRS and not spec.match_file(rel_dir + d + "/")
-        )
-        for name in filenames:
-            rel = rel_dir + name
-            if not spec.match_file(rel):
-                found.append(rel)
+    spec: pathspec.GitIgnoreSpec | None = None
+    for folder in walk(root):
+        if spec is None:
+            patterns: list[str] = []
+            for name in (".gitignore", ".kimiignore"):
+                patterns += (folder.read(name) or b"").decode(errors="replace").splitlines()
+            spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+        folder.dirs[:] = [
+            d for d in folder.dirs if d not in ALWAYS_SKIP_DIRS and not spec.match_file(folder.rel + d + "/")
+        ]
+        found += [folder.rel + n for n in (*folder.files, *folder.links) if not spec.match_file(folder.rel + n)]
     return sorted(found)
 
 
 def looks_binary(head: bytes) -> bool:
     return b"\x00" in head[:SNIFF_BYTES]
-
-
-def read_text(path: Path, max_bytes: int | None = None) -> tuple[str, bool]:
-    """Read a text file; returns (text, valid_utf8). Raises ValueError for binary content."""
-    with path.open("rb") as fh:
-        data = fh.read() if max_bytes is None else fh.read(max_bytes)
-    if looks_binary(data):
-        raise ValueError("binary")
-    try:
-        return data.decode("utf-8"), True
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), False

@@ -7,12 +7,14 @@ import contextlib
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kimi_cli.tools.base import ToolError
 from kimi_cli.tools.sandbox.base import kill_group
 
+MAX_LINE_CHARS = 500  # each output line is cut here
 INSTALL_HINT = (
     "ripgrep (`rg`) is not installed: it comes with kimi's `ripgrep` dependency (pip install ripgrep), "
     "or from your system (apt-get install ripgrep, brew install ripgrep)"
@@ -39,8 +41,16 @@ class RgOutput:
     stderr: str
 
 
-async def run_rg(argv: list[str], cwd: Path, max_lines: int, timeout: float, max_line_chars: int = 500) -> RgOutput:
-    """Run rg, keep at most max_lines lines (each cut to max_line_chars), kill it past the timeout."""
+async def run_rg(
+    argv: list[str],
+    cwd: Path,
+    max_lines: int,
+    timeout: float,
+    max_line_chars: int = MAX_LINE_CHARS,
+    preexec_fn: Callable[[], None] | None = None,
+) -> RgOutput:
+    """Run rg, keep at most max_lines lines (each cut to max_line_chars), kill it past the timeout.
+    `preexec_fn` confines it (kimi_cli.tools.confine_reader)."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),
@@ -49,6 +59,7 @@ async def run_rg(argv: list[str], cwd: Path, max_lines: int, timeout: float, max
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
         limit=1 << 20,
+        preexec_fn=preexec_fn,
     )
     lines: list[str] = []
     stopped = timed_out = False

@@ -157,6 +157,11 @@ def open_regular_at(root_fd: int, rel: str) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+def open_regular(root: str | os.PathLike[str], rel: str) -> tuple[int, os.stat_result]:
+    with rooted(root) as root_fd:
+        return open_regular_at(root_fd, rel)
+
+
 def read_at(root_fd: int, rel: str, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
     """The bytes of a regular file (at most max_bytes) and its fstat, read through a no-follow open."""
     fd, st = open_regular_at(root_fd, rel)
@@ -334,11 +339,11 @@ def readlink_at(root_fd: int, rel: str) -> str:
         os.close(dir_fd)
 
 
-def existing_at(root_fd: int, names: list[str]) -> list[str]:
+def existing_at(root_fd: int, names: list[str], dirs: bool = True) -> list[str]:
     """The names that exist now with only real folders above them (a final link counts: it is listed).
 
     A listing from git can name `inc/x` while `inc` has become a link to somewhere else; such names
-    are dropped, so nothing outside the workspace is even named.
+    are dropped, so nothing outside the workspace is even named. dirs=False also drops folders.
     """
     kept = []
     for name in names:
@@ -346,9 +351,17 @@ def existing_at(root_fd: int, names: list[str]) -> list[str]:
             fd = open_at(root_fd, name, os.O_PATH)
         except (OSError, ValueError):
             continue
-        os.close(fd)
-        kept.append(name)
+        try:
+            if dirs or not stat.S_ISDIR(os.fstat(fd).st_mode):
+                kept.append(name)
+        finally:
+            os.close(fd)
     return kept
+
+
+def existing(root: str | os.PathLike[str], names: list[str], dirs: bool = True) -> list[str]:
+    with rooted(root) as root_fd:
+        return existing_at(root_fd, names, dirs)
 
 
 def relative_to_root(root: Path, path: Path) -> str:

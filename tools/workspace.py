@@ -1,4 +1,9 @@
-"""The workspace boundary: every path a tool touches must resolve inside it."""
+"""The workspace boundary: every path a tool touches must resolve inside it.
+
+resolve() follows links to say where a path leads (a link inside that points inside is fine); the
+tools then open the resolved path through kimi_cli.tools.safe_fs, which follows no link at all. So a
+folder swapped for a link between the two steps makes the open fail; it never leads outside.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +38,28 @@ class Workspace:
                 "Only paths inside the workspace can be used."
             )
         return real
+
+    def rel(self, path: Path) -> str:
+        """A resolved path as the workspace-relative string that safe_fs opens ("" for the root)."""
+        rel = path.relative_to(self.root).as_posix()
+        return "" if rel == "." else rel
+
+    def refused(self, path: str, exc: OSError) -> ToolError:
+        """The error for an open that safe_fs refused, or any other OSError, in words the model can act on."""
+        from kimi_cli.tools.safe_fs import NotRegularFile, UnsafePath
+
+        if isinstance(exc, UnsafePath):
+            return ToolError(
+                f"refused: {path} changed while it was opened (a symlink appeared on the way, which could lead "
+                f"outside the workspace {self.root}); only paths inside the workspace can be used"
+            )
+        if isinstance(exc, NotRegularFile):
+            return ToolError(f"{path} is {exc.strerror}")
+        if isinstance(exc, FileNotFoundError):
+            return ToolError(f"{path} does not exist")
+        if isinstance(exc, IsADirectoryError):
+            return ToolError(f"{path} is a directory")
+        return ToolError(f"cannot access {path}: {exc.strerror or exc}")
 
     def relative(self, path: Path) -> str:
         try:

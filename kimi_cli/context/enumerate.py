@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,48 +43,49 @@ def list_paths(root: Path) -> list[str]:
     out = workspace_git(root, ["ls-files", "--cached", "--others", "--exclude-standard", "-z"])
     if out is not None and out.returncode == 0:
         names = {os.fsdecode(n) for n in out.stdout.split(b"\0") if n}
-        # The index still lists tracked files deleted from the work tree: they are gone.
-        names = {n for n in names if os.path.lexists(root / n)}
+        # The index still lists tracked files deleted from the work tree: they are gone. A name under a folder
+        # that is now a link (`inc/x`, `inc -> /elsewhere`) is gone too: nothing outside is even named.
+        from kimi_cli.tools.safe_fs import existing
+
+        names = set(existing(root, sorted(names)))
         return sorted(_apply_kimiignore(root, names))
     return sorted(_apply_kimiignore(root, _walk(root)))
 
 
 def _apply_kimiignore(root: Path, names: set[str] | list[str]) -> list[str]:
-    ignore = root / ".kimiignore"
-    if not ignore.is_file():
+    from kimi_cli.tools import safe_fs
+
+    try:  # a link here is not followed: its target is not this workspace's to read
+        data = safe_fs.read_bytes(root, ".kimiignore", 1 << 20)
+    except OSError:
         return list(names)
     import pathspec
 
-    spec = pathspec.GitIgnoreSpec.from_lines(ignore.read_text(errors="replace").splitlines())
+    spec = pathspec.GitIgnoreSpec.from_lines(data.decode(errors="replace").splitlines())
     return [n for n in names if not spec.match_file(n)]
 
 
 def _walk(root: Path) -> list[str]:
-    """Walk without following symlinks (no loops), honouring .gitignore files at every level."""
+    """Walk from folder descriptors (kimi_cli.tools.safe_walk: iterative, depth-bounded, links listed and never
+    entered), honouring .gitignore files at every level."""
     import pathspec
+
+    from kimi_cli.tools.safe_walk import walk
 
     found: list[str] = []
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+    for folder in walk(root):
+        rel_dir = folder.rel
         specs = [(base, s) for base, s in specs if rel_dir.startswith(base)]
-        gitignore = Path(dirpath) / ".gitignore"
-        if gitignore.is_file():
-            try:
-                lines = gitignore.read_text(errors="replace").splitlines()
-                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
-            except OSError:
-                pass
+        data = folder.read(".gitignore")
+        if data:
+            specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(data.decode(errors="replace").splitlines())))
 
         def ignored(rel: str, active: list[tuple[str, pathspec.GitIgnoreSpec]] = specs) -> bool:
             return any(spec.match_file(rel[len(base) :]) for base, spec in active)
 
-        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in links and d not in ALWAYS_SKIP_DIRS and not ignored(rel_dir + d + "/")
-        )
-        found += [rel_dir + f for f in [*filenames, *links] if not ignored(rel_dir + f)]
+        folder.dirs[:] = [d for d in folder.dirs if d not in ALWAYS_SKIP_DIRS and not ignored(rel_dir + d + "/")]
+        found += [rel_dir + f for f in [*folder.files, *folder.links] if not ignored(rel_dir + f)]
     return found
 
 
@@ -98,33 +98,48 @@ def classify_name(path: str) -> str | None:
     return None
 
 
-def read_record(root: Path, path: str, max_bytes: int) -> FileRecord:
-    full = root / path
+def read_record(root: Path, path: str, max_bytes: int, root_fd: int | None = None) -> FileRecord:
+    """One file, read through kimi_cli.tools.safe_fs: a link (the file itself, or a folder on the way) is
+    recorded as a link and never followed; type and size come from the opened descriptor."""
+    from kimi_cli.tools import safe_fs
+
+    if root_fd is None:
+        with safe_fs.rooted(root) as fd:
+            return read_record(root, path, max_bytes, fd)
+    shown = _display(path)
     try:
-        st = full.lstat()
+        fd, st = safe_fs.open_regular_at(root_fd, path)
+    except safe_fs.UnsafePath:
+        try:
+            size = safe_fs.lstat_at(root_fd, path).st_size
+        except OSError:
+            size = 0
+        return FileRecord(shown, size, reason="symlink")
+    except safe_fs.NotRegularFile:
+        return FileRecord(shown, 0, reason="not-a-file")
     except OSError:
-        return FileRecord(_display(path), 0, reason="unreadable")
-    if stat.S_ISLNK(st.st_mode):
-        return FileRecord(_display(path), st.st_size, reason="symlink")
-    if not stat.S_ISREG(st.st_mode):
-        return FileRecord(_display(path), st.st_size, reason="not-a-file")
-    reason = classify_name(path)
-    if reason:
-        return FileRecord(_display(path), st.st_size, reason=reason)
-    if st.st_size > max_bytes:
-        return FileRecord(_display(path), st.st_size, reason="too-large")
-    try:
-        data = full.read_bytes()
-    except OSError:
-        return FileRecord(_display(path), st.st_size, reason="unreadable")
+        return FileRecord(shown, 0, reason="unreadable")
+    with os.fdopen(fd, "rb") as fh:
+        reason = classify_name(path) or ("too-large" if st.st_size > max_bytes else None)
+        if reason:
+            return FileRecord(shown, st.st_size, reason=reason)
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError:
+            return FileRecord(shown, st.st_size, reason="unreadable")
+    if len(data) > max_bytes:
+        return FileRecord(shown, len(data), reason="too-large")
     if looks_binary(data):
-        return FileRecord(_display(path), st.st_size, reason="binary")
+        return FileRecord(shown, st.st_size, reason="binary")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return FileRecord(_display(path), st.st_size, reason="not-utf8")
-    return FileRecord(_display(path), st.st_size, text=text)
+        return FileRecord(shown, st.st_size, reason="not-utf8")
+    return FileRecord(shown, st.st_size, text=text)
 
 
 def enumerate_files(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[FileRecord]:
-    return [read_record(root, p, max_bytes) for p in list_paths(root)]
+    from kimi_cli.tools.safe_fs import rooted
+
+    with rooted(root) as root_fd:
+        return [read_record(root, p, max_bytes, root_fd) for p in list_paths(root)]

@@ -80,11 +80,14 @@ class RepoPacker:
 
     def read(self, paths: list[str] | None = None) -> list[FileRecord]:
         paths = list_paths(self.root) if paths is None else paths
+        from kimi_cli.tools.safe_fs import rooted
+
         records = []
-        for n, path in enumerate(paths):
-            records.append(read_record(self.root, path, self.max_file_bytes))
-            if n % 500 == 0:
-                self.progress("reading", n, len(paths))
+        with rooted(self.root) as root_fd:  # every read is a no-follow open beneath this descriptor
+            for n, path in enumerate(paths):
+                records.append(read_record(self.root, path, self.max_file_bytes, root_fd))
+                if n % 500 == 0:
+                    self.progress("reading", n, len(paths))
         return records
 
     def pack(self, task: str = "", budget: int = 600_000, use_cache: bool = True, persist: bool = True) -> Pack:

@@ -80,12 +80,15 @@ class SessionContext:
         return TASK_PACK_INTRO + pack.text
 
     def _full_texts(self, pack: Pack) -> dict[str, str]:
+        from kimi_cli.tools.safe_fs import read_at, rooted
+
         texts = {}
-        for entry in pack.by_mode("full"):
-            try:
-                texts[entry.path] = (self.root / entry.path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
+        with rooted(self.root) as root_fd:  # no-follow reads (kimi_cli.tools.safe_fs), as the pack itself
+            for entry in pack.by_mode("full"):
+                try:
+                    texts[entry.path] = read_at(root_fd, entry.path)[0].decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
         return texts
 
     def resume(self, session_dir: Path) -> str:

@@ -14,6 +14,7 @@ from kimi_cli.context.pack_cache import Fingerprint, fingerprint
 
 SMALL_FILE_CHARS = 4_000
 NOTE_CAP = 12_000
+MAX_READ_BYTES = 8 * 1024 * 1024  # a bigger file is described from its first 8 MiB
 
 
 class PackWatcher:
@@ -54,8 +55,13 @@ class PackWatcher:
         return text if len(text) <= NOTE_CAP else text[:NOTE_CAP] + "\n[... note cut; read the files for details]"
 
     def _describe(self, path: str) -> str:
-        try:
-            new = (self.root / path).read_text(encoding="utf-8")
+        from kimi_cli.tools.safe_fs import UnsafePath, read_bytes
+
+        try:  # through kimi_cli.tools.safe_fs: a file replaced by a link (`ln -sf ~/.ssh/id_rsa a.py`) is not read
+            new = read_bytes(self.root, path, MAX_READ_BYTES).decode("utf-8")
+        except UnsafePath:
+            self.texts.pop(path, None)
+            return f"changed: {path} (now a symlink, or under one; not followed)"
         except (OSError, UnicodeDecodeError):
             self.texts.pop(path, None)
             return f"changed: {path} (not readable as text)"

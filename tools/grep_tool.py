@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.output import cap_text
-from kimi_cli.tools.ripgrep import find_rg, run_rg
+from kimi_cli.tools.ripgrep import MAX_LINE_CHARS, find_rg, run_rg
 
 DEFAULT_TIMEOUT = 20.0
 OUTPUT_CAP = 50_000
@@ -23,9 +23,12 @@ class GrepParams(BaseModel):
     no_ignore: bool = Field(False, description="Also search files that .gitignore / .kimiignore exclude.")
 
 
-def rg_argv(rg: str, params: GrepParams, target: str, kimiignore: bool) -> list[str]:
-    """The exact rg command line for a search (pure, so it can be asserted)."""
+def rg_argv(rg: str, params: GrepParams, target: str, kimiignore: bool, null: bool = False) -> list[str]:
+    """The exact rg command line for a search (pure, so it can be asserted). `null`: a NUL after each path,
+    so that lines can be checked against the files (grep_verify)."""
     argv = [rg, "--line-number", "--with-filename", "--no-heading", "--color", "never", "--no-messages"]
+    if null:
+        argv.append("--null")
     argv += ["--no-require-git", "--no-config"]  # .gitignore counts outside git too; no user rg config
     if params.ignore_case:
         argv.append("--ignore-case")
@@ -52,24 +55,39 @@ class Grep(Tool[GrepParams]):
     Params = GrepParams
     facts = READS
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, confine: bool = True) -> None:
         self.timeout = timeout
+        self.confine = confine  # False: never Landlock, always check rg's lines (what kernels without it get)
 
     async def run(self, params: GrepParams, ctx: ToolContext) -> ToolResult:
+        from kimi_cli.tools.confine_reader import confine_reads
+        from kimi_cli.tools.grep_verify import verified_lines
+
         root = ctx.workspace.root
         base = ctx.workspace.resolve(params.path or ".")
         rel = ctx.workspace.relative(base)
-        argv = rg_argv(find_rg(), params, rel, (root / ".kimiignore").is_file())
-        out = await run_rg(argv, root, params.max_results, self.timeout)
+        rg = find_rg()
+        # rg reads by path: under Landlock it cannot read outside the workspace whatever a link says;
+        # without Landlock every line it prints is checked against a no-follow read of the file.
+        confinement = confine_reads(root, rg) if self.confine else None
+        argv = rg_argv(rg, params, rel, (root / ".kimiignore").is_file(), null=confinement is None)
+        try:
+            out = await run_rg(
+                argv, root, params.max_results, self.timeout, preexec_fn=confinement.preexec if confinement else None
+            )
+        finally:
+            if confinement is not None:
+                confinement.close()
+        found = out.lines if confinement is not None else verified_lines(root, out.lines, MAX_LINE_CHARS)
         if out.timed_out:
-            shown = "\n".join(out.lines)
+            shown = "\n".join(_strip_dot(line) for line in found)
             note = f"[search stopped after {self.timeout:g} s; narrow the path or the glob]"
-            return ToolResult(cap_text(f"{shown}\n{note}" if shown else note, OUTPUT_CAP), is_error=not out.lines)
+            return ToolResult(cap_text(f"{shown}\n{note}" if shown else note, OUTPUT_CAP), is_error=not found)
         if out.exit_code == 2 and not out.lines:
             raise ToolError(f"invalid regex {params.pattern!r}: {_rg_error(out.stderr)}")
-        if not out.lines:
+        if not found:
             return ToolResult(f"no matches for {params.pattern!r}")
-        lines = [_strip_dot(line) for line in out.lines]
+        lines = [_strip_dot(line) for line in found]
         if out.stopped_early:
             lines.append(f"[stopped at max_results={params.max_results}]")
         return ToolResult(cap_text("\n".join(lines), OUTPUT_CAP))

@@ -37,11 +37,31 @@ def image_data_url(path: Path) -> str:
         raise ValueError(f"not a file: {path}")
     if size > MAX_IMAGE_BYTES:
         raise ValueError(f"image too large: {path} is {size} bytes (limit {MAX_IMAGE_BYTES})")
-    data = path.read_bytes()
+    return image_bytes_url(path.read_bytes(), str(path))
+
+
+def image_bytes_url(data: bytes, label: str) -> str:
+    """A data URL for image bytes already read; ValueError when they are not a supported image."""
     mime = sniff_image(data[:16])
     if mime is None:
-        raise ValueError(f"unsupported image format: {path} (PNG, JPEG, WebP and GIF are supported)")
+        raise ValueError(f"unsupported image format: {label} (PNG, JPEG, WebP and GIF are supported)")
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def read_workspace_image(ctx: ToolContext, path: Path, shown: str) -> bytes:
+    """An image inside the workspace, read through a no-follow open; size checked on the descriptor."""
+    import os
+
+    from kimi_cli.tools.safe_fs import open_regular
+
+    try:
+        fd, st = open_regular(ctx.workspace.root, ctx.workspace.rel(path))
+    except OSError as exc:
+        raise ctx.workspace.refused(shown, exc) from None
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > MAX_IMAGE_BYTES:
+            raise ToolError(f"image too large: {shown} is {st.st_size} bytes (limit {MAX_IMAGE_BYTES})")
+        return fh.read(MAX_IMAGE_BYTES + 1)
 
 
 class ReadMediaFileParams(BaseModel):
@@ -57,7 +77,7 @@ class ReadMediaFile(Tool[ReadMediaFileParams]):
     async def run(self, params: ReadMediaFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.path)
         try:
-            url = image_data_url(path)
+            url = image_bytes_url(read_workspace_image(ctx, path, params.path), params.path)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         rel = ctx.workspace.relative(path)

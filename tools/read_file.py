@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -81,17 +82,17 @@ class ReadFile(Tool[ReadFileParams]):
         return await asyncio.to_thread(self._read, params, ctx)
 
     def _read(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
+        from kimi_cli.tools.safe_fs import open_regular
+
         path = ctx.workspace.resolve(params.path)
-        if not path.exists():
-            raise ToolError(f"{params.path} does not exist")
-        if path.is_dir():
-            raise ToolError(f"{params.path} is a directory; use Glob to list files")
-        try:
-            fh = path.open("rb")
+        try:  # no link followed from here on; type and size come from the opened descriptor
+            fd, st = open_regular(ctx.workspace.root, ctx.workspace.rel(path))
         except OSError as exc:
-            raise ToolError(f"cannot read {params.path}: {exc.strerror}") from None
-        with fh:
-            size = os.fstat(fh.fileno()).st_size
+            if exc.errno == errno.EISDIR:
+                raise ToolError(f"{params.path} is a directory; use Glob to list files") from None
+            raise ctx.workspace.refused(params.path, exc) from None
+        with os.fdopen(fd, "rb") as fh:
+            size = st.st_size
             head = fh.read(SNIFF_BYTES)
             if looks_binary(head):
                 raise ToolError(f"{params.path} is a binary file; ReadFile only shows text")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field, model_validator
 
-from kimi_cli.tools.atomic import atomic_write
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.file_lock import file_lock
 from kimi_cli.tools.files import looks_binary
@@ -64,23 +64,36 @@ class StrReplaceFile(Tool[StrReplaceParams]):
             return self._edit(path, params, ctx)
 
     def _edit(self, path: Path, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
-        if not path.is_file():
-            raise ToolError(f"{params.path} does not exist or is not a file")
-        size = path.stat().st_size
-        if size > MAX_EDIT_BYTES:
-            raise ToolError(
-                f"{params.path} is {size / 1e6:.0f} MB, over the {MAX_EDIT_BYTES // 2**20} MiB limit for "
-                "StrReplaceFile, which loads the whole file; edit it with a Shell command (sed, a script) instead"
-            )
-        data = path.read_bytes()
-        if looks_binary(data):
-            raise ToolError(f"{params.path} is a binary file; it cannot be edited as text")
-        try:
-            old_text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ToolError(f"{params.path} is not valid UTF-8; editing it as text would corrupt it") from None
-        text, total = apply_edits(old_text, params)
-        atomic_write(path, text.encode("utf-8"))
+        from kimi_cli.tools import safe_fs
+        from kimi_cli.tools.write_file import write_error
+
+        target = ctx.workspace.rel(path)
+        with safe_fs.rooted(ctx.workspace.root) as root_fd:  # read and write through descriptors: no link followed
+            try:
+                fd, st = safe_fs.open_regular_at(root_fd, target)
+            except FileNotFoundError:
+                raise ToolError(f"{params.path} does not exist or is not a file") from None
+            except OSError as exc:
+                raise ctx.workspace.refused(params.path, exc) from None
+            with os.fdopen(fd, "rb") as fh:
+                if st.st_size > MAX_EDIT_BYTES:
+                    raise ToolError(
+                        f"{params.path} is {st.st_size / 1e6:.0f} MB, over the {MAX_EDIT_BYTES // 2**20} MiB limit "
+                        "for StrReplaceFile, which loads the whole file; edit it with a Shell command (sed, a script) "
+                        "instead"
+                    )
+                data = fh.read()
+            if looks_binary(data):
+                raise ToolError(f"{params.path} is a binary file; it cannot be edited as text")
+            try:
+                old_text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ToolError(f"{params.path} is not valid UTF-8; editing it as text would corrupt it") from None
+            text, total = apply_edits(old_text, params)
+            try:
+                safe_fs.write_atomic_at(root_fd, target, text.encode("utf-8"))
+            except OSError as exc:
+                raise write_error(params.path, exc, ctx) from None
         rel = ctx.workspace.relative(path)
         return ToolResult(
             f"edited {rel}: {total} replacement(s)",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.atomic import atomic_write
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.file_lock import file_lock
 
@@ -55,24 +55,35 @@ class WriteFile(Tool[WriteFileParams]):
             return self._edit(path, params, ctx)
 
     def _edit(self, path: Path, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
-        if path.is_dir():
-            raise ToolError(f"{params.path} is a directory")
+        """Read the old text and write the new one through folder descriptors: no link is followed."""
+        from kimi_cli.tools import safe_fs
+
         rel = ctx.workspace.relative(path)
-        if path.exists() and path.stat().st_size > DIFF_MAX_BYTES:
-            return self._large(path, rel, params)
-        old = ""
-        if path.exists():
+        target = ctx.workspace.rel(path)
+        with safe_fs.rooted(ctx.workspace.root) as root_fd:
             try:
-                old = path.read_bytes().decode("utf-8")
-            except UnicodeDecodeError:
-                old = ""
+                fd, st = safe_fs.open_regular_at(root_fd, target)
+            except FileNotFoundError:
+                fd, st = -1, None
             except OSError as exc:
-                raise ToolError(f"cannot read {params.path}: {exc.strerror}") from None
-        new = old + params.content if params.mode == "append" else params.content
-        try:
-            atomic_write(path, new.encode("utf-8"))
-        except OSError as exc:
-            raise ToolError(f"cannot write {params.path}: {exc.strerror}") from None
+                raise ctx.workspace.refused(params.path, exc) from None
+            raw = b""
+            if fd >= 0:
+                with os.fdopen(fd, "rb") as fh:
+                    if st is not None and st.st_size > DIFF_MAX_BYTES:
+                        return self._large(root_fd, target, rel, params, ctx)
+                    raw = fh.read()
+            try:
+                old = raw.decode("utf-8")
+            except UnicodeDecodeError:  # appending keeps the bytes that are there; no diff can be shown
+                if params.mode == "append":
+                    return self._large(root_fd, target, rel, params, ctx)
+                old = ""
+            new = old + params.content if params.mode == "append" else params.content
+            try:
+                safe_fs.write_atomic_at(root_fd, target, new.encode("utf-8"))
+            except OSError as exc:
+                raise write_error(params.path, exc, ctx) from None
         verb = "appended to" if params.mode == "append" else "wrote"
         return ToolResult(
             f"{verb} {rel} ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
@@ -80,16 +91,25 @@ class WriteFile(Tool[WriteFileParams]):
         )
 
     @staticmethod
-    def _large(path: Path, rel: str, params: WriteFileParams) -> ToolResult:
+    def _large(root_fd: int, target: str, rel: str, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         """A big existing file is never loaded: append goes to its end, overwrite replaces it unread."""
+        from kimi_cli.tools import safe_fs
+
         data = params.content.encode("utf-8")
         try:
             if params.mode == "append":
-                with path.open("ab") as fh:
-                    fh.write(data)
+                safe_fs.append_at(root_fd, target, data)
             else:
-                atomic_write(path, data)
+                safe_fs.write_atomic_at(root_fd, target, data)
         except OSError as exc:
-            raise ToolError(f"cannot write {params.path}: {exc.strerror}") from None
-        verb = "appended" if params.mode == "append" else "replaced the large file with"
-        return ToolResult(f"{verb} {len(data)} bytes ({rel}; too large to show a diff)")
+            raise write_error(params.path, exc, ctx) from None
+        verb = "appended" if params.mode == "append" else "replaced the file with"
+        return ToolResult(f"{verb} {len(data)} bytes ({rel}; too large or not UTF-8: no diff shown)")
+
+
+def write_error(path: str, exc: OSError, ctx: ToolContext) -> ToolError:
+    from kimi_cli.tools.safe_fs import UnsafePath
+
+    if isinstance(exc, (UnsafePath, IsADirectoryError)):
+        return ctx.workspace.refused(path, exc)
+    return ToolError(f"cannot write {path}: {exc.strerror or exc}")

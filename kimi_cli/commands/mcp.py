@@ -19,6 +19,46 @@ mcp_app = typer.Typer(
 ScopeOpt = Annotated[str, typer.Option("--scope", help="user (~/.kimi/mcp.json) | project (.kimi/mcp.json).")]
 
 
+def _echo(text: str, err: bool = False) -> None:
+    """Server names, commands, errors and tool descriptions come from configs and servers: made visible."""
+    from kimi_cli.ui.sanitize import visible
+
+    typer.echo(visible(text), err=err)
+
+
+def _redacted(entry: dict[str, object]) -> dict[str, object]:
+    """The entry as it may be shown: header and environment values (tokens) never echoed back."""
+    shown = dict(entry)
+    for key in ("headers", "env"):
+        values = shown.get(key)
+        if isinstance(values, dict):
+            shown[key] = {k: "[hidden]" for k in values}
+    args = shown.get("args")
+    if isinstance(args, list):
+        shown["args"] = _redacted_args([str(a) for a in args])
+    return shown
+
+
+SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "auth", "bearer", "credential")
+
+
+def _redacted_args(args: list[str]) -> list[str]:
+    """`--api-key X`, `--token=X`, `API_KEY=X`: the value is hidden, the option kept."""
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        name, eq, _ = arg.partition("=")
+        secret_name = any(w in name.lower() for w in SECRET_WORDS)
+        if hide_next:
+            out.append("[hidden]")
+        elif eq and secret_name:
+            out.append(f"{name}=[hidden]")
+        else:
+            out.append(arg)
+        hide_next = not eq and arg.startswith("-") and secret_name
+    return out
+
+
 def _scope_file(scope: str) -> Path:
     from kimi_cli.paths import kimi_home
 
@@ -35,7 +75,7 @@ def _load() -> dict:  # type: ignore[type-arg]
     try:
         return load_servers(Path.cwd())
     except KimiError as exc:
-        typer.echo(f"kimi mcp: {exc}", err=True)
+        _echo(f"kimi mcp: {exc}", err=True)
         raise typer.Exit(int(exc.exit_code)) from None
 
 
@@ -59,13 +99,13 @@ def list_command() -> None:
     manager = _start({n: s for n, s in servers.items() if s.enabled})
     try:
         for name, cfg in servers.items():
-            where = " ".join([cfg.command or "", *cfg.args]) if cfg.kind == "stdio" else cfg.url
+            where = " ".join([cfg.command or "", *_redacted_args(cfg.args)]) if cfg.kind == "stdio" else cfg.url
             if not cfg.enabled:
-                typer.echo(f"{name:<20} disabled  {cfg.kind:<5} {where}")
+                _echo(f"{name:<20} disabled  {cfg.kind:<5} {where}")
                 continue
             state = manager.states[name]  # type: ignore[attr-defined]
             status = f"ready, {len(state.tools)} tools" if state.status == "ready" else f"failed: {state.error}"
-            typer.echo(f"{name:<20} {status}  ({cfg.kind}: {where})")
+            _echo(f"{name:<20} {status}  ({cfg.kind}: {where})")
     finally:
         manager.close()  # type: ignore[attr-defined]
 
@@ -75,18 +115,18 @@ def test_command(name: Annotated[str, typer.Argument(help="The server's name.")]
     """Connect to one server, list its tools, and show how long it took."""
     servers = _load()
     if name not in servers:
-        typer.echo(f"kimi mcp: no server {name!r}; configured: {', '.join(servers) or 'none'}", err=True)
+        _echo(f"kimi mcp: no server {name!r}; configured: {', '.join(servers) or 'none'}", err=True)
         raise typer.Exit(2)
     started = time.monotonic()
     manager = _start({name: servers[name]})
     try:
         state = manager.states[name]  # type: ignore[attr-defined]
         if state.status != "ready":
-            typer.echo(f"{name}: failed after {time.monotonic() - started:.2f} s: {state.error}")
+            _echo(f"{name}: failed after {time.monotonic() - started:.2f} s: {state.error}")
             raise typer.Exit(1)
-        typer.echo(f"{name}: ready in {state.ready_after:.2f} s, {len(state.tools)} tools")
+        _echo(f"{name}: ready in {state.ready_after:.2f} s, {len(state.tools)} tools")
         for tool in state.tools:
-            typer.echo(f"  {tool.name}: {(tool.description or '').splitlines()[0][:100] if tool.description else ''}")
+            _echo(f"  {tool.name}: {(tool.description or '').splitlines()[0][:100] if tool.description else ''}")
     finally:
         manager.close()  # type: ignore[attr-defined]
 
@@ -113,7 +153,7 @@ def add_command(
         entry["headers"] = dict(h.split("=", 1) for h in header if "=" in h)
     path = _scope_file(scope)
     save_server(path, name, entry)
-    typer.echo(f"added {name} to {path}: {json.dumps(entry)}")
+    _echo(f"added {name} to {path}: {json.dumps(_redacted(entry))}")
 
 
 @mcp_app.command("remove")
@@ -125,4 +165,4 @@ def remove_command(
 
     path = _scope_file(scope)
     save_server(path, name, None)
-    typer.echo(f"removed {name} from {path}")
+    _echo(f"removed {name} from {path}")

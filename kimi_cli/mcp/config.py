@@ -124,5 +124,6 @@ def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
         data["mcpServers"].pop(name, None)
     else:
         data["mcpServers"][name] = server
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    from kimi_cli.paths import write_private
+
+    write_private(path, json.dumps(data, indent=2) + "\n")  # 0600: headers and env may hold tokens

@@ -76,7 +76,7 @@ class McpManager:
         state.status, state.error = "starting", ""
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(state))
+                read, write = await stack.enter_async_context(self._transport(state, stack))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 with anyio.fail_after(state.config.startup_timeout):
                     await session.initialize()
@@ -97,20 +97,24 @@ class McpManager:
             state.session = None
             state.settled.set()
 
-    def _transport(self, state: ServerState) -> Any:
+    def _transport(self, state: ServerState, stack: contextlib.AsyncExitStack[Any]) -> Any:
         cfg = state.config
         if cfg.kind == "stdio":
+            import os
+
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            errlog = (self.log_dir / f"mcp-{state.name}.log").open("a", encoding="utf-8")
-            import os
+            from kimi_cli.mcp.stderr_log import CappedLog
 
+            # stderr through a pipe into a capped, rotated log; kimi's copy of the pipe closes when this
+            # server's stack closes, so the log thread ends with the server.
+            errlog = CappedLog(self.log_dir / f"mcp-{_file_safe(state.name)}.log")
+            stack.callback(errlog.close_writer)
             params = StdioServerParameters(
                 command=cfg.command or "", args=cfg.args, env={**os.environ, **cfg.env}, cwd=cfg.cwd
             )
-            return stdio_client(params, errlog=errlog)
+            return stdio_client(params, errlog=errlog.writer)
         if cfg.kind == "sse":
             from mcp.client.sse import sse_client
 
@@ -181,6 +185,13 @@ class McpManager:
             asyncio.run_coroutine_threadsafe(stop_all(), self.loop).result(timeout=8)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=3)
+
+
+def _file_safe(name: str) -> str:
+    """A server name as a file name: no folders, no control characters."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80] or "server"
 
 
 def _http_transport(cfg: ServerConfig) -> Any:

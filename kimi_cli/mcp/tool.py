@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any, Protocol
 
@@ -79,13 +78,18 @@ def convert_result(result: Any) -> ToolResult:
     """Text (capped), images as image parts, structured content as JSON, isError as an error."""
     texts: list[str] = []
     images: list[str] = []
+    from kimi_cli.mcp.result_limits import ImageBudget
+
     for part in getattr(result, "content", None) or []:
         kind = getattr(part, "type", "")
+    budget = ImageBudget()
         if kind == "text":
             texts.append(part.text)
-        elif kind == "image":
-            images.append(f"data:{part.mime_type};base64,{part.data}")
-            texts.append(f"[image: {part.mime_type}, {len(base64.b64decode(part.data or ''))} bytes]")
+        elif kind == "image":  # capped before anything keeps it (kimi_cli.mcp.result_limits)
+            url, note = budget.image_part(part.mime_type, part.data or "")
+            if url:
+                images.append(url)
+            texts.append(note)
         elif kind == "audio":
             texts.append(f"[audio: {getattr(part, 'mime_type', '?')}, not shown]")
         elif kind == "resource_link":

@@ -6,9 +6,22 @@ changed files) and `git write-tree` (content-addressed: unchanged files cost not
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from kimi_cli.checkpoint_files import (
+    GITLINK,
+    TreeEntry,
+    blob_id,
+    parse_batch,
+    parse_raw_diff,
+    parse_tree,
+    read_entry,
+    remove_entry,
+    why,
+    write_entry,
+)
 from kimi_cli.paths import kimi_home, workspace_key
 from kimi_cli.tools.host_git import UnsafeRepository, open_repo, run_git
 
@@ -37,6 +50,10 @@ class ShadowRepo:
         self.workspace = workspace.resolve()
         self.max_file_bytes = max_file_bytes
         self.last_skipped: list[tuple[str, int]] = []
+        self.last_nested: list[str] = []  # nested repositories left out of the last snapshot
+        self.last_not_restored: list[tuple[str, str]] = []  # (path, why) the last restore could not put back
+        self.last_corrected: list[str] = []  # paths the last snapshot re-read because git's read did not hold
+        self._last_tree: str | None = None  # this process's previous snapshot: the next one is checked against it
         self.git_dir = (home or kimi_home()) / "checkpoints" / workspace_key(self.workspace)
         self._paths = {
             "GIT_DIR": str(self.git_dir),
@@ -81,37 +98,88 @@ class ShadowRepo:
             (self.git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n")
 
     def _write_excludes(self) -> None:
-        """The user's own info/exclude, plus files too large to snapshot (remembered in last_skipped)."""
+        """The user's own info/exclude, plus files too large to snapshot (remembered in last_skipped) and nested
+        repositories (in last_nested: git would record them as submodule links, and an empty one, `git init x`,
+        makes `git add` fail outright). Nothing here follows a link (kimi_cli.tools.safe_fs)."""
+        from kimi_cli.tools import safe_fs
+
         lines = list(ALWAYS_EXCLUDED)
-        self.last_skipped = []
-        user_exclude = self.workspace / ".git" / "info" / "exclude"
-        if user_exclude.is_file():
-            lines.append(user_exclude.read_text(errors="replace"))
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        # Candidates are listed against the static rules only: with info/exclude (which names last time's
-        # big files) they would drop out of the listing, lose their exclusion, and be hashed next time.
-        static = info / "kimi-static-exclude"
-        static.write_text("\n".join(lines) + "\n")
-        changed = self._git(
-            "ls-files", "-z", "--others", "--modified", "--exclude-per-directory=.gitignore",
-            f"--exclude-from={static}",
-        ).split("\0")  # fmt: skip
-        for rel in filter(None, changed):
-            try:
-                size = (self.workspace / rel).stat().st_size
+        self.last_skipped, self.last_nested = [], []
+        with safe_fs.rooted(self.workspace) as root_fd:
+            with contextlib.suppress(OSError):
+                lines.append(safe_fs.read_at(root_fd, ".git/info/exclude", 1 << 20)[0].decode(errors="replace"))
+            info = self.git_dir / "info"
+            info.mkdir(exist_ok=True)
+            # Candidates are listed against the static rules only: with info/exclude (which names last time's
+            # big files) they would drop out of the listing, lose their exclusion, and be hashed next time.
+            static = info / "kimi-static-exclude"
+            static.write_text("\n".join(lines) + "\n")
+            changed = self._git(
+                "ls-files", "-z", "--others", "--modified", "--exclude-per-directory=.gitignore",
+                f"--exclude-from={static}",
+            ).split("\0")  # fmt: skip
+            for rel in filter(None, changed):
+                if rel.endswith("/"):  # git lists an untracked nested repository as a folder it does not enter
+                    lines.append("/" + _escape_pattern(rel))
+                    self.last_nested.append(rel.rstrip("/"))
+                    continue
+                try:
+                    size = safe_fs.lstat_at(root_fd, rel).st_size
+                except (OSError, ValueError):
+                    continue
                 if size > self.max_file_bytes:
                     lines.append("/" + _escape_pattern(rel))
                     self.last_skipped.append((rel, size))
-            except OSError:
-                continue
         (info / "exclude").write_text("\n".join(lines) + "\n")
 
     def snapshot(self) -> str:
         """Record the workspace as it is now; returns the tree id."""
         self._init()
+        if self._last_tree is None:
+            self._drop_gitlinks()
         self._write_excludes()
         self._git("add", "-A", "--ignore-errors", ".")
+        tree = self._git("write-tree").strip()
+        if self._last_tree is not None and tree != self._last_tree:
+            tree = self._verify(self._last_tree, tree)
+        self._last_tree = tree
+        return tree
+
+    def _drop_gitlinks(self) -> None:
+        """Nested repositories an older snapshot recorded as submodule links leave the index (once per process)."""
+        if not (self.git_dir / "index").exists():
+            return
+        links = [line.split("\t", 1)[1] for line in self._git("ls-files", "-s", "-z").split("\0")
+                 if line.startswith(GITLINK + " ")]  # fmt: skip
+        if links:
+            self._git("update-index", "-z", "--force-remove", "--stdin", input="\0".join(links).encode())
+
+    def _verify(self, old: str, new: str) -> str:
+        """Git reads the work tree by path, so a folder flipped to a link while `git add` ran can put an outside
+        file's bytes into the snapshot (and a later undo would write them into the workspace). Every blob that
+        changed since the last snapshot is compared with a no-follow read; a mismatch is replaced by what that
+        read found, or dropped when it found nothing it may read. Returns the (possibly corrected) tree."""
+        from kimi_cli.tools.safe_fs import rooted
+
+        changed = parse_raw_diff(self._git("diff-tree", "-r", "-z", "--no-renames", old, new))
+        fixes: list[str] = []
+        self.last_corrected = []
+        with rooted(self.workspace) as root_fd:
+            for entry in changed:
+                if entry.mode == GITLINK:
+                    continue
+                data = read_entry(root_fd, entry.path, entry.mode, self.max_file_bytes)
+                if data is not None and blob_id(data, len(entry.oid)) == entry.oid:
+                    continue
+                self.last_corrected.append(entry.path)
+                if data is None:
+                    fixes.append(f"0 {'0' * len(entry.oid)}\t{entry.path}")
+                else:
+                    oid = self._git("hash-object", "-w", "--stdin", input=data).strip()
+                    fixes.append(f"{entry.mode} {oid}\t{entry.path}")
+        if not fixes:
+            return new
+        self._git("update-index", "-z", "--index-info", input="\0".join(fixes).encode("utf-8", "surrogateescape"))
         return self._git("write-tree").strip()
 
     def changes(self, old: str, new: str) -> list[FileChange]:
@@ -128,30 +196,49 @@ class ShadowRepo:
         """Make the workspace match a snapshot: rewrite changed files, bring back deleted ones, remove new ones.
 
         `changes` (from now to the target) may come from a snapshot the caller just took. Ignored and
-        oversized files are never touched, since snapshots never held them.
+        oversized files are never touched, since snapshots never held them. Every write and delete goes
+        through folder descriptors opened from the workspace without following a link
+        (kimi_cli.checkpoint_files): a path that runs through a link is left alone and reported in
+        last_not_restored, never followed out of the workspace. The shadow index keeps its stat cache: the
+        next snapshot re-reads only the files written here.
         """
+        from kimi_cli.tools.safe_fs import rooted
+
         if changes is None:
             changes = self.changes(self.snapshot(), target)
-        for change in changes:
-            if change.status == "D":  # present now, absent in the target
-                path = self.workspace / change.path
-                path.unlink(missing_ok=True)
-                _prune_empty_parents(path.parent, self.workspace)
-        self._git("read-tree", target)  # the shadow index now describes the target
-        restore = [c.path for c in changes if c.status != "D"]
-        if restore:
-            self._git("checkout-index", "-f", "-z", "--stdin", input="\0".join(restore).encode())
+        self.last_not_restored = []
+        wanted = {c.path for c in changes if c.status != "D"}
+        listing = self._git("ls-tree", "-r", "-z", target) if wanted else ""
+        entries = [e for e in parse_tree(listing) if e.path in wanted]
+        with rooted(self.workspace) as root_fd:
+            for change in changes:
+                if change.status == "D":  # present now, absent in the target
+                    try:
+                        remove_entry(root_fd, change.path)
+                    except OSError as exc:
+                        self.last_not_restored.append((change.path, why(exc)))
+            for batch in _batches(entries):
+                blobs = self._blobs([e.oid for e in batch])
+                for entry in batch:
+                    if entry.mode == GITLINK or entry.oid not in blobs:
+                        self.last_not_restored.append((entry.path, "not in the snapshot as a file"))
+                        continue
+                    try:
+                        write_entry(root_fd, entry, blobs[entry.oid])
+                    except OSError as exc:
+                        self.last_not_restored.append((entry.path, why(exc)))
         return changes
+
+    def _blobs(self, oids: list[str]) -> dict[str, bytes]:
+        out = self._git("cat-file", "--batch", input=("\n".join(oids) + "\n").encode())
+        return parse_batch(out.encode("utf-8", "surrogateescape"))  # _git's text decoding is lossless
+
+
+def _batches(entries: list[TreeEntry], limit: int = 64 * 1024 * 1024) -> list[list[TreeEntry]]:
+    """Groups of entries whose blobs together stay near `limit` bytes (sizes unknown: counted as the cap)."""
+    per = max(1, limit // MAX_FILE_BYTES)
+    return [entries[i : i + per] for i in range(0, len(entries), per)]
 
 
 def _escape_pattern(path: str) -> str:
     return "".join("\\" + c if c in "*?[]!#\\ " else c for c in path)
-
-
-def _prune_empty_parents(folder: Path, root: Path) -> None:
-    while folder != root and folder.is_relative_to(root):
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent

@@ -8,6 +8,7 @@ an undo point; a turn is an undo point once one of its steps changed something.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,23 +19,23 @@ from kimi_cli.session.store import Session
 class SessionCheckpointer:
     """Called by the agent loop around file-changing steps; records tree ids in the session log."""
 
-    def __init__(self, shadow: ShadowRepo, session: Session) -> None:
+    def __init__(self, shadow: ShadowRepo, session: Session, notify: Callable[[str], None] | None = None) -> None:
         self.shadow = shadow
         self.session = session
-        self.failed: str | None = None
+        self.notify = notify  # a notice for the user (the runtime emits it as a Notice event)
+        self.failed: str | None = None  # the last failure; later snapshots are still tried
+        self._told: set[str] = set()
 
     def mark_turn(self, message_index: int, prompt: str) -> None:
         self.session.append({"kind": "turn", "message_index": message_index, "prompt": prompt, "time": time.time()})
 
     async def snapshot(self, phase: str, step: int, message_index: int, tools: list[str]) -> str | None:
-        if self.failed:
-            return None
         import asyncio  # lazily: `kimi undo` imports this module and must start fast
 
         try:
             tree = await asyncio.to_thread(self.shadow.snapshot)
         except (CheckpointError, OSError) as exc:
-            self.failed = str(exc)
+            self._failed(phase, step, message_index, str(exc))
             return None
         record: dict[str, Any] = {
             "kind": "checkpoint",
@@ -47,8 +48,21 @@ class SessionCheckpointer:
         }
         if self.shadow.last_skipped:
             record["not_covered"] = [[path, size] for path, size in self.shadow.last_skipped]
+        if self.shadow.last_nested:
+            record["nested_repos"] = list(self.shadow.last_nested)
         self.session.append(record)
         return tree
+
+    def _failed(self, phase: str, step: int, message_index: int, error: str) -> None:
+        """Never silent: the failure goes into the log (`kimi undo --list` shows it) and, once per distinct
+        error, to the user as a notice. The next step tries again."""
+        self.failed = error
+        self.session.append({"kind": "checkpoint_failed", "phase": phase, "step": step,
+                             "message_index": message_index, "error": error[:2000], "time": time.time()})  # fmt: skip
+        first_line = error.strip().splitlines()[0][:300] if error.strip() else "unknown error"
+        if self.notify is not None and first_line not in self._told:
+            self._told.add(first_line)
+            self.notify(f"checkpoint {phase} step {step} failed, so undo cannot cover that step: {first_line}")
 
 
 @dataclass
@@ -63,12 +77,14 @@ class UndoPoint:
     step: int = 0
     after: str | None = None  # step points: the tree the step left behind
     not_covered: list[tuple[str, int]] = field(default_factory=list)
+    nested: list[str] = field(default_factory=list)  # nested repositories the snapshot left out
 
 
 @dataclass
 class UndoState:
     points: list[UndoPoint]
     last_after: str | None
+    failures: list[dict[str, Any]] = field(default_factory=list)  # checkpoint_failed records, oldest first
 
 
 def undo_state(records: list[dict[str, Any]]) -> UndoState:
@@ -77,9 +93,12 @@ def undo_state(records: list[dict[str, Any]]) -> UndoState:
     turn_used = False
     before: dict[str, Any] | None = None
     last_after: str | None = None
+    failures: list[dict[str, Any]] = []
     for rec in records:
         kind = rec.get("kind")
-        if kind == "turn":
+        if kind == "checkpoint_failed":
+            failures.append(rec)
+        elif kind == "turn":
             turn, turn_used = rec, False
         elif kind == "checkpoint" and rec.get("phase") == "before":
             before = rec
@@ -89,17 +108,19 @@ def undo_state(records: list[dict[str, Any]]) -> UndoState:
                 before = None
                 continue
             skipped = [(str(p), int(s)) for p, s in before.get("not_covered") or []]
+            nested = [str(p) for p in before.get("nested_repos") or []]
             if turn is not None and not turn_used:
                 turn_used = True
                 points.append(
                     UndoPoint("turn", str(before["tree"]), int(turn["message_index"]),
-                              str(turn.get("prompt", "")), float(turn.get("time", 0)), not_covered=skipped)
+                              str(turn.get("prompt", "")), float(turn.get("time", 0)), not_covered=skipped,
+                              nested=nested)
                 )  # fmt: skip
             step = int(before.get("step", 0))
             tools = ", ".join(before.get("tools") or []) or "tools"
             points.append(
                 UndoPoint("step", str(before["tree"]), int(before.get("message_index", 0)), f"step {step}: {tools}",
-                          float(before.get("time", 0)), step, str(rec["tree"]), skipped)
+                          float(before.get("time", 0)), step, str(rec["tree"]), skipped, nested)
             )  # fmt: skip
             before = None
         elif kind == "truncate":
@@ -107,11 +128,17 @@ def undo_state(records: list[dict[str, Any]]) -> UndoState:
             points = [p for p in points if p.message_index < keep]
             if turn is not None and int(turn["message_index"]) >= keep:
                 turn = None
-    return UndoState(points, last_after)
+    return UndoState(points, last_after, failures)
 
 
 def pick_point(state: UndoState, count: int | None) -> UndoPoint:
     """No count: before the last prompt that changed files. N: the N-th undo point from the end."""
+    if not state.points and state.failures:
+        first = str(state.failures[0].get("error", "")).strip().splitlines()[:1] or ["unknown error"]
+        raise CheckpointError(
+            f"nothing to undo: {len(state.failures)} snapshot(s) of this session failed (first: {first[0][:200]}); "
+            "see `kimi undo --list`"
+        )
     if not state.points:
         raise CheckpointError("nothing to undo: no step of this session changed a file")
     if count is None:
@@ -176,6 +203,20 @@ def describe_points(shadow: ShadowRepo, state: UndoState, limit: int = 30) -> li
         if point.not_covered:
             missed = ", ".join(f"{p}, {s / 1e6:.0f} MB" for p, s in point.not_covered[:5])
             lines.append(f"{'':>15}not covered (too large to snapshot): {missed}")
+        if point.nested:
+            lines.append(f"{'':>15}not covered (nested repository): {', '.join(point.nested[:5])}")
+    return lines + describe_failures(state)
+
+
+def describe_failures(state: UndoState) -> list[str]:
+    """Lines for snapshots that failed: those steps cannot be undone, and the user should know why."""
+    lines = []
+    for rec in state.failures[-10:]:
+        when = time.strftime("%H:%M:%S", time.localtime(float(rec.get("time", 0)))) if rec.get("time") else "--:--:--"
+        error = " ".join(str(rec.get("error", "")).split())[:200]
+        lines.append(f"  !  {when}  snapshot {rec.get('phase', '')} step {rec.get('step', '?')} failed: {error}")
+    if len(state.failures) > 10:
+        lines.insert(0, f"  !  {len(state.failures) - 10} earlier snapshot failures not shown")
     return lines
 
 

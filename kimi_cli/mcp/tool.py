@@ -76,13 +76,13 @@ def mcp_facts(annotations: Any, configured_read_only: bool) -> ToolFacts:
 
 def convert_result(result: Any) -> ToolResult:
     """Text (capped), images as image parts, structured content as JSON, isError as an error."""
-    texts: list[str] = []
-    images: list[str] = []
     from kimi_cli.mcp.result_limits import ImageBudget
 
+    texts: list[str] = []
+    images: list[str] = []
+    budget = ImageBudget()
     for part in getattr(result, "content", None) or []:
         kind = getattr(part, "type", "")
-    budget = ImageBudget()
         if kind == "text":
             texts.append(part.text)
         elif kind == "image":  # capped before anything keeps it (kimi_cli.mcp.result_limits)

@@ -7,10 +7,23 @@ from pathlib import Path
 
 from kimi_cli.checkpoints import CheckpointError, FileChange, ShadowRepo
 from kimi_cli.errors import ExitCode, KimiError
-from kimi_cli.session.checkpointing import apply_undo, describe_points, plan_undo, undo_state
+from kimi_cli.session.checkpointing import apply_undo, describe_failures, describe_points, plan_undo, undo_state
 from kimi_cli.session.store import Session
 
 VERBS = {"A": "restore", "D": "delete", "M": "rewrite"}
+
+
+def _say(text: str) -> None:
+    """File names and prompts are untrusted: printed with escapes made visible."""
+    from kimi_cli.ui.sanitize import visible
+
+    print(visible(text))
+
+
+def _err(text: str) -> None:
+    from kimi_cli.ui.sanitize import visible
+
+    sys.stderr.write(visible(text) + "\n")
 
 
 def _describe(changes: list[FileChange]) -> str:
@@ -21,17 +34,19 @@ def list_points(workdir: Path, session_id: str | None) -> int:
     try:
         session = Session.open(workdir, session_id) if session_id else Session.latest(workdir)
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        _err(f"kimi: {exc}")
         return int(exc.exit_code)
     try:
         state = undo_state(session.records())
         if not state.points:
-            print(f"session {session.id} has no undo points: none of its steps changed a file")
+            _say(f"session {session.id} has no undo points: none of its steps changed a file")
+            if state.failures:  # or its snapshots failed: say so, never silently
+                _say(f"{len(state.failures)} snapshot(s) failed:\n" + "\n".join(describe_failures(state)))
             return 0
-        print(f"undo points of session {session.id}, newest last (`kimi undo N` goes back to before point N):")
-        print("\n".join(describe_points(ShadowRepo(workdir), state)))
+        _say(f"undo points of session {session.id}, newest last (`kimi undo N` goes back to before point N):")
+        _say("\n".join(describe_points(ShadowRepo(workdir), state)))
     except CheckpointError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        _err(f"kimi: {exc}")
         return int(ExitCode.ERROR)
     finally:
         session.close()
@@ -46,30 +61,32 @@ def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool
     try:
         session = Session.open(workdir, session_id) if session_id else Session.latest(workdir)
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        _err(f"kimi: {exc}")
         return int(exc.exit_code)
     shadow = ShadowRepo(workdir)
     try:
         plan = plan_undo(shadow, session, count)
-        print(f"undo in session {session.id}: back to {target_text(plan.target.kind, plan.target.label)}")
-        print(_describe(plan.changes))
+        _say(f"undo in session {session.id}: back to {target_text(plan.target.kind, plan.target.label)}")
+        _say(_describe(plan.changes))
         for path, size in plan.not_covered:
-            print(f"  not covered (too large to snapshot, left as it is): {path}, {size / 1e6:.0f} MB")
+            _say(f"  not covered (too large to snapshot, left as it is): {path}, {size / 1e6:.0f} MB")
         if plan.user_edits:
-            print("these files were changed after the agent's last step; undo would overwrite them:")
-            print("\n".join(f"  {c.path}" for c in plan.user_edits))
+            _say("these files were changed after the agent's last step; undo would overwrite them:")
+            _say("\n".join(f"  {c.path}" for c in plan.user_edits))
             if not yes and not _confirm("overwrite them?"):
-                sys.stderr.write("kimi: undo refused: your edits would be lost; pass --yes to overwrite them\n")
+                _err("kimi: undo refused: your edits would be lost; pass --yes to overwrite them")
                 return int(ExitCode.CANCELLED)
         changes = apply_undo(shadow, session, plan)
     except CheckpointError as exc:
-        sys.stderr.write(f"kimi: undo failed: {exc}\n")
+        _err(f"kimi: undo failed: {exc}")
         return int(ExitCode.ERROR)
     finally:
         session.close()
     where = target_text(plan.target.kind, plan.target.label)
-    print(f"restored {len(changes)} file(s); the conversation now ends {where}.")
-    print("continue with: kimi --continue")
+    for path, reason in shadow.last_not_restored:
+        _say(f"  not restored: {path} ({reason})")
+    _say(f"restored {len(changes) - len(shadow.last_not_restored)} file(s); the conversation now ends {where}.")
+    _say("continue with: kimi --continue")
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 # C0 controls but \t and \n, DEL, C1 controls, bidi controls, and lone surrogates.
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+LINE_UNSAFE = re.compile(UNSAFE.pattern.replace("[\\x00-\\x08\\x0b-\\x1f", "[\\x00-\\x1f", 1))
 SGR = re.compile(r"\x1b\[[0-9;:]*m")  # colours and weights only: dropped from tool output, never shown raw
 ESCAPE_STYLE = "reverse"
 
@@ -48,9 +49,12 @@ def is_clean(text: str) -> bool:
     return UNSAFE.search(text) is None
 
 
-def visible_text(text: str, style: str = "", *, drop_colors: bool = False, exact_bytes: bool = False) -> Any:
+def visible_text(
+    text: str, style: str = "", *, drop_colors: bool = False, exact_bytes: bool = False, one_line: bool = False
+) -> Any:
     """A rich `Text` of untrusted text: never parsed as markup, escapes shown in reverse video so that a
-    written-out `\\x1b` cannot be confused with the four characters typed."""
+    written-out `\\x1b` cannot be confused with the four characters typed. `one_line` (titles) writes
+    out newlines and tabs too."""
     from rich.text import Text
 
     if drop_colors:
@@ -59,7 +63,8 @@ def visible_text(text: str, style: str = "", *, drop_colors: bool = False, exact
         text = text.replace("\r\n", "\n")
     out = Text(style=style)
     last = 0
-    for match in UNSAFE.finditer(text):
+    pattern = LINE_UNSAFE if one_line else UNSAFE
+    for match in pattern.finditer(text):
         out.append(text[last : match.start()])
         out.append(_escape(match.group(0)), style=ESCAPE_STYLE)
         last = match.end()

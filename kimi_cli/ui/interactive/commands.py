@@ -19,6 +19,7 @@ from kimi_cli.session.checkpointing import apply_undo, describe_points, plan_und
 from kimi_cli.session.store import list_sessions
 from kimi_cli.tools.media import image_data_url
 from kimi_cli.ui.interactive.host import SessionHost
+from kimi_cli.ui.sanitize import visible, visible_text
 
 EXIT = "exit"
 HELP = {
@@ -55,7 +56,7 @@ class SlashCommands:
         if not name or handler is None:
             close = difflib.get_close_matches(name, list(HELP), n=1)
             hint = f" Did you mean /{close[0]}?" if close else ""
-            self.console.print(Text(f"unknown command /{name}.{hint} /help lists them.", style="yellow"))
+            self.console.print(visible_text(f"unknown command /{name}.{hint} /help lists them.", "yellow"))
             return None
         return await handler(arg.strip())
 
@@ -81,7 +82,7 @@ class SlashCommands:
         try:
             await self.app.agent.compact()
         except KimiError as exc:
-            self.console.print(Text(f"compaction failed: {exc}", style="red"))
+            self.console.print(visible_text(f"compaction failed: {exc}", "red"))
         finally:
             self.app.renderer.stop_spinner()
 
@@ -91,20 +92,20 @@ class SlashCommands:
         if arg in ("list", "--list"):
             state = undo_state(runtime.session.records())
             lines = describe_points(shadow, state) if state.points else ["no undo points yet"]
-            self.console.print(Text("\n".join(lines)))
+            self.console.print(visible_text("\n".join(lines)))
             return
         try:
             plan = plan_undo(shadow, runtime.session, int(arg) if arg.isdigit() else None)
         except CheckpointError as exc:
-            self.console.print(Text(str(exc), style="yellow"))
+            self.console.print(visible_text(str(exc), "yellow"))
             return
         for change in plan.changes:
             verb = {"A": "restore", "D": "delete", "M": "rewrite"}.get(change.status, change.status)
-            self.console.print(f"  {verb} {change.path}")
+            self.console.print(visible_text(f"  {verb} {change.path}"))
         if plan.user_edits:
             names = ", ".join(c.path for c in plan.user_edits)
             self.console.print(
-                Text(f"you changed {names} after the agent's last step; undo overwrites them", style="yellow")
+                visible_text(f"you changed {names} after the agent's last step; undo overwrites them", "yellow")
             )
             if await self.app.ask_line("overwrite? [y/N] ") not in ("y", "yes"):
                 self.console.print("undo cancelled")
@@ -112,7 +113,9 @@ class SlashCommands:
         apply_undo(shadow, runtime.session, plan)
         self.app.reload_history()
         self.console.print(
-            f"restored the files; the conversation now ends {target_text(plan.target.kind, plan.target.label)}"
+            visible_text(
+                f"restored the files; the conversation now ends {target_text(plan.target.kind, plan.target.label)}"
+            )
         )
 
     async def cmd_model(self, arg: str) -> None:
@@ -141,7 +144,8 @@ class SlashCommands:
         for info in list_sessions(self.app.runtime.workdir)[:20]:
             mark = "*" if info.id == current else " "
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
-            self.console.print(f"{mark} {info.id}  {when}  {info.steps:>3} steps  {info.title[:60]}")
+            line = f"{mark} {info.id}  {when}  {info.steps:>3} steps  {info.title[:60]}"
+            self.console.print(visible(line, one_line=True))
 
     async def cmd_resume(self, arg: str) -> None:
         if not arg:
@@ -150,7 +154,7 @@ class SlashCommands:
         try:
             self.app.switch(SessionChoice(resume_id=arg))
         except KimiError as exc:
-            self.console.print(Text(str(exc), style="yellow"))
+            self.console.print(visible_text(str(exc), "yellow"))
             return
         self.app.print_recap()
 
@@ -160,10 +164,10 @@ class SlashCommands:
         try:
             image_data_url(path)
         except ValueError as exc:
-            self.console.print(Text(str(exc), style="yellow"))
+            self.console.print(visible_text(str(exc), "yellow"))
             return
         self.app.pending_images.append(str(path))
-        self.console.print(f"attached {arg}; it goes with your next message")
+        self.console.print(visible_text(f"attached {arg}; it goes with your next message"))
 
     async def cmd_diff(self, arg: str) -> None:
         runtime = self.app.runtime
@@ -174,7 +178,7 @@ class SlashCommands:
             return
         shadow = ShadowRepo(runtime.workdir)
         patch = shadow.diff(first, shadow.snapshot())
-        self.console.print(Syntax(patch, "diff", theme="ansi_dark") if patch else "no changes")
+        self.console.print(Syntax(visible(patch), "diff", theme="ansi_dark") if patch else "no changes")
 
     async def cmd_cost(self, arg: str) -> None:
         from kimi_cli.llm.costs import cost_of, first_request_line, rates_for
@@ -214,14 +218,14 @@ class SlashCommands:
             from kimi_cli.ui.interactive.approvals import save_allow_rule
 
             save_allow_rule(self.app.runtime.workdir / ".kimi" / "config.toml", prefix)
-        self.console.print(f"commands starting with `{prefix}` run without asking{' (saved)' if save else ''}")
+        self.console.print(visible(f"commands starting with `{prefix}` run without asking{' (saved)' if save else ''}"))
 
     async def cmd_deny(self, arg: str) -> None:
         if not arg:
             self.console.print(f"denied: {', '.join(self.app.rules.deny) or '(none)'}")
             return
         self.app.rules.deny.append(arg)
-        self.console.print(f"commands starting with `{arg}` will be refused")
+        self.console.print(visible(f"`{arg}` will be refused wherever it appears in a command line"))
 
     async def cmd_reasoning(self, arg: str) -> None:
         self.app.renderer.show_reasoning = not self.app.renderer.show_reasoning
@@ -235,12 +239,13 @@ class SlashCommands:
         verb, _, task_id = arg.partition(" ")
         if verb == "stop" and task_id:
             try:
-                self.console.print(await tasks.stop(task_id.strip()))
+                self.console.print(visible_text(await tasks.stop(task_id.strip())))
             except Exception as exc:
-                self.console.print(Text(str(exc), style="yellow"))
+                self.console.print(visible_text(str(exc), "yellow"))
             return
         for task in tasks.tasks.values():
-            self.console.print(f"{task.id}  {task.status():<28} {task.total:>9,} bytes  {task.command[:70]}")
+            line = f"{task.id}  {task.status():<28} {task.total:>9,} bytes  {task.command[:70]}"
+            self.console.print(visible(line, one_line=True))
 
     async def cmd_mcp(self, arg: str) -> None:
         manager = self.app.runtime.mcp
@@ -256,7 +261,7 @@ class SlashCommands:
             return
         for server, state in manager.states.items():
             detail = f"{len(state.tools)} tools" if state.status == "ready" else state.error
-            self.console.print(f"{server:<20} {state.status:<9} {detail}")
+            self.console.print(visible(f"{server:<20} {state.status:<9} {detail}", one_line=True))
 
     async def cmd_web(self, arg: str) -> None:
         services = self.app.agent.ctx.services

@@ -27,6 +27,7 @@ from kimi_cli.agent.events import (
     UsageUpdate,
 )
 from kimi_cli.ui.interactive.markdown_stream import MarkdownStream
+from kimi_cli.ui.sanitize import visible, visible_text
 
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "done": "☑"}
 
@@ -101,7 +102,7 @@ class TerminalRenderer:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         self.stop_spinner()
-        self._spinner = Progress(SpinnerColumn("dots"), TextColumn("[dim]{task.description}"),
+        self._spinner = Progress(SpinnerColumn("dots"), TextColumn("{task.description}", style="dim", markup=False),
                                  TimeElapsedColumn(), console=self.console, transient=True)  # fmt: skip
         self._task = self._spinner.add_task(label)
         self._spinner.start()
@@ -130,7 +131,7 @@ class TerminalRenderer:
         self._reasoning_chars += len(event.text)
         if self.show_reasoning:
             self.stop_spinner()
-            self.console.print(Text(event.text, style="dim italic"), end="")
+            self.console.print(visible_text(event.text, "dim italic"), end="")
         else:
             self.spin_label(f"thinking ({self._reasoning_chars:,} chars of reasoning; /reasoning shows it)")
 
@@ -139,37 +140,41 @@ class TerminalRenderer:
         self._md.feed(event.text)
 
     def _print_block(self, block: str) -> None:
-        self.console.print(Markdown(block))
+        # Escapes written out before Markdown sees them; links shown with their address, not hidden behind text.
+        self.console.print(Markdown(visible(block), hyperlinks=False))
 
     def _on_tool_call(self, event: ToolCall) -> None:
         self._md.close()
         self._tool_names[event.id] = event.name
-        summary = _args_summary(event.name, event.arguments)
-        self.console.print(Text.assemble(("⏺ ", "cyan"), (event.name, "bold cyan"), (" " + summary, "")))
-        self.spin(f"running {event.name}")
+        name = visible(event.name, one_line=True)
+        summary = visible(_args_summary(event.name, event.arguments), one_line=True)
+        self.console.print(Text.assemble(("⏺ ", "cyan"), (name, "bold cyan"), (" " + summary, "")))
+        self.spin(f"running {name}")
 
     def _on_tool_result(self, event: ToolOutput) -> None:
         self.stop_spinner()
         display = event.display or {}
         kind = display.get("kind")
         if kind == "diff" and display.get("diff"):
-            body = Syntax(display["diff"], "diff", theme="ansi_dark", word_wrap=True)
-            self.console.print(Panel(body, title=display.get("path", ""), border_style="green", expand=False))
+            body = Syntax(visible(display["diff"]), "diff", theme="ansi_dark", word_wrap=True)
+            title = visible_text(str(display.get("path", "")), one_line=True)
+            self.console.print(Panel(body, title=title, border_style="green", expand=False))
         elif kind == "todos":
             lines = [f"{TODO_MARKS.get(t['status'], '☐')} {t['title']}" for t in display.get("todos", [])]
-            self.console.print(Panel("\n".join(lines) or "(empty)", title="plan", border_style="blue", expand=False))
+            plan = visible_text("\n".join(lines) or "(empty)")
+            self.console.print(Panel(plan, title="plan", border_style="blue", expand=False))
         elif kind == "fetch":
             info = f"HTTP {display.get('status')} · {display.get('type')} · {display.get('size', 0):,} bytes"
-            self.console.print(Panel(Text(info, style="dim"), title=str(display.get("url", "")),
-                                     border_style="blue", expand=False))  # fmt: skip
+            url = visible_text(str(display.get("url", "")), one_line=True)
+            self.console.print(Panel(visible_text(info, "dim"), title=url, border_style="blue", expand=False))
         elif kind == "shell":
             code = "timed out" if display.get("timed_out") else f"exit {display.get('exit_code')}"
             tail = "\n".join(event.output.splitlines()[1:][-8:])
             style = "red" if event.is_error else "green"
             self.console.print(
                 Panel(
-                    Text(tail or "(no output)", style="dim"),
-                    title=f"$ {display.get('command', '')}",
+                    visible_text(tail or "(no output)", "dim", drop_colors=True),
+                    title=visible_text(f"$ {display.get('command', '')}", exact_bytes=True, one_line=True),
                     subtitle=code,
                     border_style=style,
                     expand=False,
@@ -178,7 +183,7 @@ class TerminalRenderer:
         else:
             first = event.output.splitlines()[0] if event.output else "(no output)"
             style = "red" if event.is_error else "dim"
-            self.console.print(Text(f"  ⎿ {first[:200]}", style=style))
+            self.console.print(visible_text(f"  ⎿ {first[:200]}", style, drop_colors=True))
 
     def _on_usage(self, event: UsageUpdate) -> None:
         self.status.add(event.usage)
@@ -188,14 +193,14 @@ class TerminalRenderer:
         self._md.close()
 
     def _on_retry(self, event: RetryNotice) -> None:
-        self.console.print(Text(f"↻ retry {event.attempt} in {event.wait_s:.1f}s: {event.error}", style="yellow"))
+        self.console.print(visible_text(f"↻ retry {event.attempt} in {event.wait_s:.1f}s: {event.error}", "yellow"))
 
     def _on_error(self, event: ErrorNotice) -> None:
         self.stop_spinner()
-        self.console.print(Text(f"✗ {event.message}", style="red"))
+        self.console.print(visible_text(f"✗ {event.message}", "red"))
 
     def _on_notice(self, event: Notice) -> None:
-        self.console.print(Text(f"ℹ {event.message}", style="yellow"))
+        self.console.print(visible_text(f"ℹ {event.message}", "yellow"))
 
     def _on_compacted(self, event: Compacted) -> None:
         self.console.print(

@@ -25,6 +25,7 @@ from kimi_cli.ui.interactive.approvals import ApprovalRules, InteractiveApprover
 from kimi_cli.ui.interactive.commands import EXIT, HELP, SlashCommands
 from kimi_cli.ui.interactive.prompt import KimiCompleter, make_prompt_session
 from kimi_cli.ui.interactive.render import Pricing, SessionStatus, TerminalRenderer
+from kimi_cli.ui.sanitize import is_clean, visible, visible_text
 
 PROMPT = "❯ "
 
@@ -33,7 +34,7 @@ class InteractiveApp:
     def __init__(self, runtime: Runtime, resumed: bool) -> None:
         self.runtime = runtime
         self.resumed = resumed
-        self.console = Console(highlight=False)
+        self.console = Console(highlight=False, markup=False, emoji=False)  # untrusted text is never markup
         cfg = runtime.config
         self.status = SessionStatus(
             runtime.endpoint.model,
@@ -109,7 +110,7 @@ class InteractiveApp:
         for msg in msgs[-4:]:
             content = msg["content"] if isinstance(msg["content"], str) else "[message with images]"
             who = "you" if msg["role"] == "user" else "kimi"
-            self.console.print(Text(f"{who}: {' '.join(content.split())[:300]}", style="dim"))
+            self.console.print(visible_text(f"{who}: {' '.join(content.split())[:300]}", "dim"))
 
     # --- questions asked while a turn runs ------------------------------------------------------------
 
@@ -122,13 +123,21 @@ class InteractiveApp:
 
     async def ask_approval(self, command: str, prefix: str) -> str:
         self.renderer.stop_spinner()
-        self.console.print(Panel(Text(command), title="run this command?", border_style="yellow", expand=False))
-        answer = await self.ask_line(f"[y] yes once  [a] always `{prefix}`  [s] always, saved  [n] no › ")
+        # Exactly the bytes that will run: control characters written out (reverse video), never obeyed.
+        body = visible_text(command, exact_bytes=True)
+        if not is_clean(command.replace("\n", "").replace("\t", "")):
+            body.append("\n(holds control characters, shown as \\xNN; `always` is not offered)", style="bold red")
+        self.console.print(Panel(body, title="run this command?", border_style="yellow", expand=False))
+        if prefix:
+            shown = visible(prefix, one_line=True)
+            answer = await self.ask_line(f"[y] yes once  [a] always `{shown}`  [s] always, saved  [n] no › ")
+        else:
+            answer = await self.ask_line("[y] yes once  [n] no › ")
         if answer in ("y", "yes"):
             return "yes"
-        if answer in ("a", "always"):
+        if answer in ("a", "always") and prefix:
             return "always"
-        if answer in ("s", "save"):
+        if answer in ("s", "save") and prefix:
             return "save"
         reason = await self.ask_line("why not? (sent to the model; Enter to skip) › ")
         return f"no:{reason}"
@@ -140,7 +149,7 @@ class InteractiveApp:
         self.console.print(
             Text.assemble(
                 ("kimi", "bold cyan"),
-                f" · {rt.endpoint.model} · sandbox {rt.sandbox.name} · {rt.workdir} · /help for commands",
+                visible(f" · {rt.endpoint.model} · sandbox {rt.sandbox.name} · {rt.workdir} · /help for commands"),
             )
         )
         if self.resumed:
@@ -175,12 +184,12 @@ class InteractiveApp:
         image = self.pasted_image(text)
         if image is not None:
             self.pending_images.append(str(image))
-            self.console.print(f"attached {image.name}; it goes with your next message")
+            self.console.print(visible_text(f"attached {image.name}; it goes with your next message"))
             return
         try:
             message = build_user_message(text, self.pending_images, self.runtime.workdir)
         except KimiError as exc:
-            self.console.print(Text(str(exc), style="yellow"))
+            self.console.print(visible_text(str(exc), "yellow"))
             return
         self.pending_images.clear()
         if self.runtime.session.meta.get("title") in ("", "interactive"):
@@ -196,11 +205,11 @@ class InteractiveApp:
         try:
             outcome = await task
             if outcome.reason != "done" and outcome.message:
-                self.console.print(Text(f"stopped: {outcome.message}", style="yellow"))
+                self.console.print(visible_text(f"stopped: {outcome.message}", "yellow"))
         except asyncio.CancelledError:
             self.console.print(Text("cancelled", style="yellow"))
         except KimiError as exc:
-            self.console.print(Text(f"✗ {self.provider.redact(str(exc))}", style="red"))
+            self.console.print(visible_text(f"✗ {self.provider.redact(str(exc))}", "red"))
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)

@@ -11,7 +11,7 @@ from kimi_cli.mcp.config import ServerConfig
 from kimi_cli.mcp.manager import McpError, McpManager
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
-from kimi_cli.tools.schema import clean_json_schema
+from kimi_cli.tools.schema import convert_parameters
 
 TEXT_CAP = 30_000
 
@@ -38,12 +38,14 @@ class McpTool(Tool[McpArgs]):
         self.server = server
         self.tool_name = tool.name
         self.input_schema = tool.input_schema or {"type": "object", "properties": {}}
+        # Converted once, here: a schema that cannot be converted leaves this one tool out (see wiring).
+        self.parameters, self.schema_problem = convert_parameters(self.input_schema)
         self.approver = approver
         self.config = config
         self._facts = mcp_facts(getattr(tool, "annotations", None), tool.name in config.read_only)
 
     def schema(self) -> dict[str, Any]:
-        params = clean_json_schema(self.input_schema)
+        params = self.parameters if self.parameters is not None else {"type": "object", "properties": {}}
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": params}}  # fmt: skip
 

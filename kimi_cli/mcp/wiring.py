@@ -43,9 +43,15 @@ def mcp_tools(manager: McpManager, approver: McpApprover, taken: set[str]) -> tu
                 pairs.append((name, tool.name))
                 by_pair[(name, tool.name)] = tool
     names = assign_names(pairs, taken)
-    tools = [
-        McpTool(manager, server, manager.states[server].config, by_pair[(server, tool)], names[(server, tool)],
-                approver)
-        for server, tool in sorted(pairs)
-    ]  # fmt: skip
+    tools: list[McpTool] = []
+    for server, tool in sorted(pairs):
+        made = McpTool(manager, server, manager.states[server].config, by_pair[(server, tool)],
+                       names[(server, tool)], approver)  # fmt: skip
+        if made.schema_problem:  # one tool with a schema we cannot convert is left out; its server stays
+            notices.append(
+                f"MCP server {server!r}: tool {tool!r} is left out, its input schema cannot be sent to the model "
+                f"({made.schema_problem})"
+            )
+            continue
+        tools.append(made)
     return tools, notices

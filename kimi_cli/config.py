@@ -46,6 +46,8 @@ class SandboxSettings(_Strict):
     mode: SandboxMode = "auto"
     allow_network: bool = False
     hidden_paths: list[str] = Field(default_factory=list)
+    env_allow: list[str] = Field(default_factory=list)  # names or globs passed to commands as they are
+    env_deny: list[str] = Field(default_factory=list)  # never passed, even when allowed
     docker_image: str = "kimi-sandbox:latest"
     docker_memory: str = "4g"
     docker_pids_limit: int = Field(default=1024, ge=16)

@@ -106,8 +106,9 @@ class Runtime:
         private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
         try:
             policy = build_policy(
-                workdir, private_tmp, network=config.sandbox.allow_network, extra_hidden=config.sandbox.hidden_paths
-            )
+                workdir, private_tmp, network=config.sandbox.allow_network, extra_hidden=config.sandbox.hidden_paths,
+                env_allow=config.sandbox.env_allow, env_deny=config.sandbox.env_deny,
+            )  # fmt: skip
             docker = {
                 "image": config.sandbox.docker_image,
                 "memory": config.sandbox.docker_memory,

@@ -13,6 +13,7 @@ from kimi_cli.tools.sandbox.landlock_rules import (
     NET_BIND_TCP,
     NET_CONNECT_TCP,
     READ,
+    READ_DIR,
     READ_FILE,
     SCOPE_ABSTRACT_UNIX_SOCKET,
     SCOPE_SIGNAL,
@@ -22,8 +23,8 @@ from kimi_cli.tools.sandbox.landlock_rules import (
     landlock_plan,
     split_around,
 )
-from kimi_cli.tools.sandbox.landlock_sys import seccomp_program
 from kimi_cli.tools.sandbox.policy import HiddenPath, SandboxPolicy
+from kimi_cli.tools.sandbox.restrict import seccomp_program
 
 from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
@@ -34,24 +35,31 @@ TREE = {
     "/home/ann": ["/home/ann/.bashrc", "/home/ann/.config", "/home/ann/.ssh", "/home/ann/code"],
     "/home/ann/.config": ["/home/ann/.config/gcloud", "/home/ann/.config/git"],
 }
-FILES = {"/home/ann/.bashrc"}
+FILES = {"/home/ann/.bashrc", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 LINKS = {"/bin"}
 
 
-def plan(network: bool = False, abi: int = 7):  # type: ignore[no-untyped-def]
+def plan(network: bool = False, abi: int = 7, hidden: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
     policy = SandboxPolicy(
         workspace=Path("/home/ann/code/app"),
         private_tmp=Path("/tmp/kimi-tmp-1"),
-        hidden=(HiddenPath(Path("/home/ann/.ssh"), True), HiddenPath(Path("/home/ann/.config/gcloud"), True)),
+        hidden=(HiddenPath(Path("/home/ann/.ssh"), True), HiddenPath(Path("/home/ann/.config/gcloud"), True),
+                *(HiddenPath(Path(h), True) for h in hidden)),
         network=network,
-    )
+    )  # fmt: skip
     return landlock_plan(policy, abi, lambda p: TREE.get(p, []), lambda p: p not in FILES, lambda p: p in LINKS)
 
 
 def test_the_plan_grants_reads_around_hidden_paths_and_everything_in_the_workspace() -> None:
     everything = fs_rights_for_abi(7)
+    device = READ_FILE | WRITE_FILE | IOCTL_DEV
     assert plan().grants == (
-        Grant("/dev", READ | WRITE_FILE | IOCTL_DEV),
+        Grant("/dev", READ_DIR),  # listed, never read: no tty, no /dev/shm
+        Grant("/dev/full", device),
+        Grant("/dev/null", device),
+        Grant("/dev/random", device),
+        Grant("/dev/urandom", device),
+        Grant("/dev/zero", device),
         Grant("/etc", READ),
         Grant("/home/ann/.bashrc", EXECUTE | READ_FILE),  # a file: only file rights
         Grant("/home/ann/.config/git", READ),
@@ -61,6 +69,18 @@ def test_the_plan_grants_reads_around_hidden_paths_and_everything_in_the_workspa
         Grant("/tmp/kimi-tmp-1", everything),
         Grant("/usr", READ),
     )  # /bin is a symlink: never granted; .ssh and .config/gcloud: nothing above them either
+
+
+def test_a_hidden_path_inside_the_workspace_stays_hidden_there() -> None:
+    global TREE
+    saved = TREE
+    TREE = {**TREE, "/home/ann/code/app": ["/home/ann/code/app/.ssh", "/home/ann/code/app/src"]}
+    try:
+        grants = {g.path for g in plan(hidden=("/home/ann/code/app/.ssh",)).grants}
+    finally:
+        TREE = saved
+    assert "/home/ann/code/app/src" in grants and "/home/ann/code/app" not in grants
+    assert not any(g.startswith("/home/ann/code/app/.ssh") for g in grants)
 
 
 def test_the_plan_handles_tcp_and_scopes_by_abi_and_network() -> None:
@@ -76,9 +96,9 @@ def test_split_around_a_hidden_root_grants_nothing() -> None:
     assert split_around("/home/ann/.ssh", ["/home/ann/.ssh"], lambda p: []) == []
 
 
-def decide(program: bytes, arch: int, nr: int, arg0: int = 0) -> int:
+def decide(program: bytes, arch: int, nr: int, *args: int) -> int:
     """Run the seccomp BPF program on one syscall, as the kernel would (the few opcodes it uses)."""
-    data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *(list(args) + [0] * 6)[:6])
     insns = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     pc, acc = 0, 0
     while True:
@@ -89,24 +109,52 @@ def decide(program: bytes, arch: int, nr: int, arg0: int = 0) -> int:
             pc += jt if acc == k else jf
         elif code == 0x35:
             pc += jt if acc >= k else jf
+        elif code == 0x45:
+            pc += jt if acc & k else jf
+        elif code == 0x54:
+            acc &= k
         elif code == 0x06:
             return k
         pc += 1
 
 
-def test_the_seccomp_filter_refuses_inet_sockets_and_session_escapes_only() -> None:
-    x86 = 0xC000003E
-    prog = seccomp_program("x86_64", block_inet=True).program
-    allow, eperm, eacces = 0x7FFF0000, 0x00050001, 0x0005000D
-    assert decide(prog, x86, 41, 2) == eacces  # socket(AF_INET)
-    assert decide(prog, x86, 41, 10) == eacces  # socket(AF_INET6)
-    assert decide(prog, x86, 41, 1) == allow  # socket(AF_UNIX)
-    assert decide(prog, x86, 112) == eperm  # setsid
-    assert decide(prog, x86, 0) == allow  # read
-    assert decide(prog, x86, 0x40000000 + 41, 2) == eperm  # the x32 ABI
-    assert decide(prog, 0x40000003, 41, 2) == eperm  # a foreign arch (i386)
-    open_net = seccomp_program("x86_64", block_inet=False).program
-    assert decide(open_net, x86, 41, 2) == allow and decide(open_net, x86, 112) == eperm
+X86 = 0xC000003E
+ALLOW, EPERM, EACCES, ENOSYS, NOTIFY = 0x7FFF0000, 0x00050001, 0x0005000D, 0x00050026, 0x7FC00000
+
+
+def test_the_seccomp_filter_refuses_inet_sockets_and_session_escapes() -> None:
+    prog = seccomp_program("x86_64", network=False)
+    assert decide(prog, X86, 41, 2) == EACCES  # socket(AF_INET)
+    assert decide(prog, X86, 41, 10) == EACCES  # socket(AF_INET6)
+    assert decide(prog, X86, 41, 1, 1) == ALLOW  # socket(AF_UNIX, SOCK_STREAM)
+    assert decide(prog, X86, 112) == EPERM  # setsid
+    assert decide(prog, X86, 0) == ALLOW  # read
+    assert decide(prog, X86, 0x40000000 + 41, 2) == EPERM  # the x32 ABI
+    assert decide(prog, 0x40000003, 41, 2) == EPERM  # a foreign arch (i386)
+    open_net = seccomp_program("x86_64", network=True)
+    assert decide(open_net, X86, 41, 2) == ALLOW and decide(open_net, X86, 112) == EPERM
+    assert decide(seccomp_program("x86_64", network=False, sessions=False), X86, 112) == ALLOW  # bwrap: a pid ns
+
+
+def test_the_seccomp_filter_closes_what_landlock_leaves_open() -> None:
+    prog = seccomp_program("x86_64", network=False, connect="notify")
+    for nr in (444, 445, 446, 101, 310, 311, 438):  # landlock_*, ptrace, process_vm_readv/writev, pidfd_getfd
+        assert decide(prog, X86, nr) == EPERM, nr
+    assert decide(prog, X86, 42) == NOTIFY  # connect: the supervisor decides
+    assert decide(seccomp_program("x86_64", network=False, connect="deny"), X86, 42) == EACCES
+    assert decide(seccomp_program("x86_64", network=True), X86, 42) == ALLOW
+    # setuid/setgid bits: chmod(path, mode), fchmodat(dirfd, path, mode), openat(dirfd, path, flags, mode)
+    assert decide(prog, X86, 90, 0, 0o4755) == EPERM and decide(prog, X86, 90, 0, 0o2755) == EPERM
+    assert decide(prog, X86, 90, 0, 0o755) == ALLOW
+    assert decide(prog, X86, 268, 0, 0, 0o6777) == EPERM and decide(prog, X86, 268, 0, 0, 0o777) == ALLOW
+    assert decide(prog, X86, 257, 0, 0, 0o101, 0o4755) == EPERM and decide(prog, X86, 257, 0, 0, 0o101, 0o644) == ALLOW
+    assert decide(prog, X86, 437) == ENOSYS and decide(prog, X86, 435) == ENOSYS  # openat2, clone3: libc falls back
+    assert decide(prog, X86, 56, 0x10000000) == EPERM  # clone(CLONE_NEWUSER)
+    assert decide(prog, X86, 56, 0x01200011) == ALLOW  # clone as fork does it
+    assert decide(prog, X86, 16, 0, 0x5412) == EPERM and decide(prog, X86, 16, 0, 0x5401) == ALLOW  # TIOCSTI; TCGETS
+    assert decide(prog, X86, 41, 1, 2) == EACCES and decide(prog, X86, 41, 1, 0x80002) == EACCES  # unix datagrams
+    assert decide(prog, X86, 53, 1, 2) == EACCES and decide(prog, X86, 53, 1, 1) == ALLOW  # socketpair
+    assert decide(prog, X86, 41, 40, 1) == EACCES  # AF_VSOCK: the hypervisor
 
 
 def fake_bwrap(folder: Path) -> Path:

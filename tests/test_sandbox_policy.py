@@ -18,19 +18,25 @@ def policy(network: bool = False) -> SandboxPolicy:
         hidden=(HiddenPath(Path("/h/.ssh"), True), HiddenPath(Path("/h/.netrc"), False)),
         network=network,
         env={"PATH": "/bin", "HOME": "/h"},
+        sockets=(Path("/run/docker.sock"), Path("/var/lib/app/app.sock"), Path("/h/.ssh/agent"), Path("/tmp/x.sock")),
     )
 
 
 def test_bwrap_argv_is_exact() -> None:
-    assert bwrap_argv(policy(), ["bash", "-c", "ls"]) == [
+    masks = (["/run"], ["/run/systemd/resolve/stub-resolv.conf"])
+    assert bwrap_argv(policy(), ["bash", "-c", "ls"], seccomp_fd=7, masks=masks) == [
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--tmpfs", "/run",  # host sockets: docker, D-Bus, systemd, the user's runtime dir
+        "--ro-bind", "/run/systemd/resolve/stub-resolv.conf", "/run/systemd/resolve/stub-resolv.conf",
         "--bind", "/t", "/tmp",
         "--bind", "/w", "/w",
         "--ro-bind", "/w/.git", "/w/.git",
         "--tmpfs", "/h/.ssh", "--remount-ro", "/h/.ssh",
         "--ro-bind", "/dev/null", "/h/.netrc",
+        "--ro-bind-try", "/dev/null", "/var/lib/app/app.sock",  # the only socket not under a covered folder
         "--unshare-net",
         "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--seccomp", "7",
         "--clearenv", "--setenv", "HOME", "/h", "--setenv", "PATH", "/bin",
         "--chdir", "/w", "--", "bash", "-c", "ls",
     ]  # fmt: skip
@@ -57,7 +63,9 @@ def test_build_policy_hides_existing_credential_stores_and_git(tmp_path: Path) -
     pol = build_policy(
         ws, tmp_path / "t", environ={"HOME": str(home), "KIMI_API_KEY": "k"}, extra_hidden=[str(tmp_path / "vault")]
     )
-    assert pol.hidden == (HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False))
+    in_home = [h for h in pol.hidden if h.path.is_relative_to(tmp_path)]
+    assert in_home == [HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False)]
+    assert all(str(h.path).startswith("/etc/") for h in pol.hidden if h not in in_home)  # /etc/shadow & co
     assert pol.read_only == (ws / ".git",)
     assert "KIMI_API_KEY" not in pol.env and pol.network is False
 
@@ -67,13 +75,15 @@ def test_build_policy_never_hides_the_workspace_itself(tmp_path: Path) -> None:
     ws = home / ".kimi" / "project"
     ws.mkdir(parents=True)
     pol = build_policy(ws, tmp_path / "t", environ={"HOME": str(home)})
-    assert pol.hidden == ()
+    assert not any(h.path.is_relative_to(tmp_path) for h in pol.hidden)
 
 
 def test_container_options_map_the_policy() -> None:
     opts = container_options(policy(), "img:1", "1g", 128, "sid")
     assert opts["network_mode"] == "none"
     assert opts["volumes"] == {"/w": {"bind": "/w", "mode": "rw"}, "/w/.git": {"bind": "/w/.git", "mode": "ro"}}
+    assert not any("sock" in str(v) for v in opts["volumes"])  # no host socket is ever mounted
+    assert (opts["stdin_open"], opts["stdin_once"], opts["auto_remove"]) == (True, True, True)  # dies with kimi
     assert opts["read_only"] is True and opts["cap_drop"] == ["ALL"]
     assert (opts["mem_limit"], opts["pids_limit"], opts["command"]) == ("1g", 128, KEEPER)
     assert "KIMI_API_KEY" not in opts["environment"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,14 +17,18 @@ from typing import Protocol
 
 from kimi_cli.tools.base import ToolError
 from kimi_cli.tools.output import cap_text
-from kimi_cli.tools.sandbox.base import kill_group
+from kimi_cli.tools.sandbox.base import Started, kill_group
 
 KEEP_BYTES = 1_000_000  # of each task's output, the latest
 SHOW_CHARS = 30_000
 
 
 class Spawner(Protocol):
-    """A sandbox that can start a long-running command: argv, env, and what the child needs before exec."""
+    """A sandbox that can start a long-running command: argv, env, and what the child needs before exec.
+
+    A sandbox may also offer `async start(command) -> Started` (landlock does: its spawner starts the
+    task, supervises its sockets and kills it if kimi dies); that is used when present.
+    """
 
     name: str
 
@@ -36,7 +41,7 @@ class Spawner(Protocol):
 class BackgroundTask:
     id: str
     command: str
-    proc: asyncio.subprocess.Process
+    proc: Started
     started: float = field(default_factory=time.monotonic)
     buffer: bytearray = field(default_factory=bytearray)
     total: int = 0  # bytes produced so far; `since` offsets count in these
@@ -72,11 +77,16 @@ class TaskManager:
             raise ToolError(
                 f"{self.max_tasks} background tasks are already running ({ids}); stop one with TaskStop first"
             )
-        argv, env, preexec, fds = self.sandbox.spawn_spec(command)
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=preexec, pass_fds=fds,
-        )  # fmt: skip
+        start = getattr(self.sandbox, "start", None)
+        if start is not None:
+            proc: Started = await start(command)
+        else:
+            argv, env, preexec, fds = self.sandbox.spawn_spec(command)
+            process = await asyncio.create_subprocess_exec(
+                *argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=preexec, pass_fds=fds,
+            )  # fmt: skip
+            proc = Started.from_process(process)
         task = BackgroundTask(f"task-{self._next}", command, proc)
         self._next += 1
         task.reader = asyncio.ensure_future(self._pump(task))
@@ -84,18 +94,32 @@ class TaskManager:
         return task
 
     async def _pump(self, task: BackgroundTask) -> None:
-        assert task.proc.stdout is not None
-        while chunk := await task.proc.stdout.read(65536):
-            task.buffer += chunk
-            task.total += len(chunk)
-            if len(task.buffer) > KEEP_BYTES:
-                del task.buffer[: len(task.buffer) - KEEP_BYTES]
-        # The output is closed; the status arrives with the exit (poll: a grandchild may hold nothing now).
-        while task.proc.returncode is None:
-            await asyncio.sleep(0.05)
-        task.exit_code = task.proc.returncode
-        task.finished = time.monotonic()
-        kill_group(task.proc.pid)
+        try:
+            while chunk := await task.proc.output.read(65536):
+                task.buffer += chunk
+                task.total += len(chunk)
+                if len(task.buffer) > KEEP_BYTES:
+                    del task.buffer[: len(task.buffer) - KEEP_BYTES]
+            # The output is closed; the status arrives with the exit.
+            task.exit_code = await task.proc.exited
+        except RuntimeError:  # the landlock spawner stopped
+            task.exit_code = None
+        finally:
+            task.finished = time.monotonic()
+            kill_group(task.proc.pid)
+            if task.proc.transport is not None:
+                task.proc.transport.close()
+            self._check_protected(task)
+
+    def _check_protected(self, task: BackgroundTask) -> None:
+        """Where .git/.kimi are guarded rather than mounted read-only (landlock): repair what the task did."""
+        check = getattr(self.sandbox, "check_protected", None)
+        repaired = check() if check is not None else []
+        if repaired:
+            names = ", ".join(os.path.relpath(p, self.cwd) for p in repaired[:5])
+            note = f"\n[kimi: this task changed {names}; .git and .kimi are read-only in the sandbox: put back]\n"
+            task.buffer += note.encode()
+            task.total += len(note.encode())
 
     def get(self, task_id: str) -> BackgroundTask:
         task = self.tasks.get(task_id)

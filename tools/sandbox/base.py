@@ -22,6 +22,21 @@ class ExecResult:
     bytes_cut: int = 0
 
 
+@dataclass
+class Started:
+    """A command left running (a background task): its pid (and process group), output and exit status."""
+
+    pid: int
+    output: asyncio.StreamReader
+    exited: asyncio.Future[int]
+    transport: asyncio.BaseTransport | None = None  # the pipe's, closed with the task
+
+    @classmethod
+    def from_process(cls, proc: asyncio.subprocess.Process) -> Started:
+        assert proc.stdout is not None
+        return cls(proc.pid, proc.stdout, asyncio.ensure_future(proc.wait()))
+
+
 class Sandbox(Protocol):
     """A place to run shell commands under a policy."""
 

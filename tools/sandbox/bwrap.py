@@ -1,18 +1,57 @@
-"""BwrapSandbox: bubblewrap namespaces enforce the policy; one pure function builds the argv."""
+"""BwrapSandbox: bubblewrap namespaces enforce the policy; one pure function builds the argv.
+
+Host sockets: /run (and /var/run where it is a folder) is an empty tmpfs, /tmp is the private tmp, /dev
+is bwrap's own, and every other listening unix socket the kernel listed at session start is covered by
+/dev/null. Abstract sockets live in the network namespace: with the network off there is a new one;
+with it on, a Landlock scope (ABI 6+) keeps them out of reach. The seccomp program shared with the
+landlock backend (restrict.py) goes in with --seccomp: no setuid bits, no new namespaces, no TIOCSTI.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 from kimi_cli.tools.sandbox.base import ExecResult, run_process_group
+from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
+from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
+
+MASKED_DIRS = ("/run", "/var/run")
 
 
-def bwrap_argv(policy: SandboxPolicy, command: list[str], bwrap: str = "bwrap") -> list[str]:
+def host_masks() -> tuple[list[str], list[str]]:
+    """(folders to cover with a tmpfs, files under them to bind back): /run, /var/run where it is a folder,
+    and systemd-resolved's resolv.conf when /etc/resolv.conf links into /run (DNS with the network on)."""
+    folders = [d for d in MASKED_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    resolv = os.path.realpath("/etc/resolv.conf")
+    keep = [resolv] if any(resolv.startswith(d + "/") for d in MASKED_DIRS) and os.path.isfile(resolv) else []
+    return folders, keep
+
+
+def _covered(path: Path, policy: SandboxPolicy, folders: list[str]) -> bool:
+    covered = [Path(d) for d in (*MASKED_DIRS, *folders, "/tmp", "/dev")] + [h.path for h in policy.hidden]
+    return any(path.is_relative_to(c) for c in covered)
+
+
+def bwrap_argv(
+    policy: SandboxPolicy,
+    command: list[str],
+    bwrap: str = "bwrap",
+    seccomp_fd: int | None = None,
+    masks: tuple[list[str], list[str]] | None = None,
+) -> list[str]:
     """The exact bwrap command line for a policy. Order matters: later mounts cover earlier ones."""
     ws = str(policy.workspace)
+    folders, keep = host_masks() if masks is None else masks
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for folder in folders:  # the docker socket, D-Bus, systemd, and the user's runtime dir
+        argv += ["--tmpfs", folder]
+    for kept in keep:
+        argv += ["--ro-bind", kept, kept]
     argv += ["--bind", str(policy.private_tmp), "/tmp"]
     argv += ["--bind", ws, ws]
     for path in policy.read_only:
@@ -22,10 +61,15 @@ def bwrap_argv(policy: SandboxPolicy, command: list[str], bwrap: str = "bwrap") 
             argv += ["--tmpfs", str(hidden.path), "--remount-ro", str(hidden.path)]
         else:
             argv += ["--ro-bind", "/dev/null", str(hidden.path)]
+    for sock in policy.sockets:  # listening elsewhere (/var/lib/..., a home folder): covered one by one
+        if not _covered(sock, policy, folders):
+            argv += ["--ro-bind-try", "/dev/null", str(sock)]
     if not policy.network:
         argv.append("--unshare-net")
     # As root, bwrap keeps capabilities unless dropped: without --cap-drop ALL, `mount -o remount,rw /` works.
     argv += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += ["--clearenv"]
     for key in sorted(policy.env):
         argv += ["--setenv", key, policy.env[key]]
@@ -33,20 +77,19 @@ def bwrap_argv(policy: SandboxPolicy, command: list[str], bwrap: str = "bwrap") 
     return argv
 
 
-def bwrap_works(policy: SandboxPolicy) -> tuple[bool, str]:
-    """Try the real thing once: some kernels or containers forbid the namespaces bwrap needs."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False, "bwrap is not installed"
-    try:
-        out = subprocess.run(
-            bwrap_argv(policy, ["true"], exe), capture_output=True, text=True, timeout=20, env=policy.env
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"bwrap failed to start: {exc}"
-    if out.returncode != 0:
-        return False, f"bwrap cannot create a sandbox here: {out.stderr.strip()[:300]}"
-    return True, ""
+def _scope_preexec(policy: SandboxPolicy, exe: str) -> Callable[[], None] | None:
+    """With the network on, a Landlock scope keeps the host's abstract unix sockets (X11, containerd-shim)
+    and signals to outside processes away from the command; off, the new network namespace does."""
+    if not policy.network or os.stat(exe).st_mode & 0o4000:  # a setuid bwrap would refuse no_new_privs
+        return None
+    from kimi_cli.tools.sandbox.landlock_rules import SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL
+    from kimi_cli.tools.sandbox.restrict import create_ruleset, enter_domain, landlock_abi
+
+    abi = landlock_abi()
+    if abi < 6:
+        return None
+    fd = create_ruleset(abi, 0, 0, SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL, [])  # close-on-exec: bwrap never sees it
+    return lambda: enter_domain(fd)
 
 
 class BwrapSandbox:
@@ -59,16 +102,80 @@ class BwrapSandbox:
         self.output_cap = output_cap
         self.shell = shell
         self.exe = shutil.which("bwrap") or "bwrap"
+        try:
+            # inet sockets stay allowed: with the network off they live in bwrap's empty network namespace,
+            # where a test suite's own loopback server still works.
+            self.program: bytes | None = seccomp_program(machine(), network=True, sessions=False)
+        except Unavailable:
+            self.program = None
+        self.preexec = _scope_preexec(policy, self.exe) if shutil.which("bwrap") else None
+        # An existing .kimi is mounted read-only; a missing one cannot be without creating it in the tree.
+        kimi = policy.workspace / ".kimi"
+        self.guard = None if kimi.exists() else GitGuard([kimi])
+
+    def _program_fd(self) -> int | None:
+        """A pipe holding the seccomp program (bwrap reads it to the end); the caller closes it."""
+        if self.program is None:
+            return None
+        read, write = os.pipe()
+        os.write(write, self.program)
+        os.close(write)
+        return read
+
+    def argv(self, command: str, seccomp_fd: int | None) -> list[str]:
+        return bwrap_argv(self.policy, [self.shell, "-c", command], self.exe, seccomp_fd)
 
     async def run(self, command: str, timeout: float) -> ExecResult:
-        argv = bwrap_argv(self.policy, [self.shell, "-c", command], self.exe)
-        return await run_process_group(
-            argv, cwd=str(self.policy.workspace), env=self.policy.env, timeout=timeout, cap=self.output_cap
-        )
+        fd = self._program_fd()
+        earlier = self.guard.before() if self.guard is not None else []
+        try:
+            result = await run_process_group(
+                self.argv(command, fd), cwd=str(self.policy.workspace), env=self.policy.env, timeout=timeout,
+                cap=self.output_cap, pass_fds=() if fd is None else (fd,), preexec_fn=self.preexec,
+            )  # fmt: skip
+        finally:
+            if fd is not None:
+                os.close(fd)
+        repaired = sorted(set(earlier) | set(self.guard.after())) if self.guard is not None else []
+        if repaired:
+            result.output += repair_note(repaired, self.policy.workspace)
+            if result.exit_code == 0:
+                result.exit_code = 1
+        return result
 
-    def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], None, tuple[int, ...]]:
-        """For a background task: the same sandbox, started and left running."""
-        return bwrap_argv(self.policy, [self.shell, "-c", command], self.exe), self.policy.env, None, ()
+    def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], Callable[[], None] | None, tuple[int, ...]]:
+        """For a background task or a reader: the same sandbox, started by the caller and left running.
+
+        The seccomp program travels in a pipe whose read end is in the returned pass_fds; the caller must
+        close it once the process has started (bwrap has read it by then or holds its own copy).
+        """
+        fd = self._program_fd()
+        return self.argv(command, fd), self.policy.env, self.preexec, () if fd is None else (fd,)
+
+    def check_protected(self) -> list[str]:
+        return self.guard.before() if self.guard is not None else []
 
     async def close(self) -> None:
-        return None
+        self.check_protected()
+
+
+def bwrap_works(policy: SandboxPolicy) -> tuple[bool, str]:
+    """Try the real thing once: some kernels or containers forbid the namespaces bwrap needs."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False, "bwrap is not installed"
+    sandbox = BwrapSandbox(policy, 1000)
+    fd = sandbox._program_fd()
+    try:
+        out = subprocess.run(
+            bwrap_argv(policy, ["true"], exe, fd), capture_output=True, text=True, timeout=20, env=policy.env,
+            pass_fds=() if fd is None else (fd,), preexec_fn=sandbox.preexec,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"bwrap failed to start: {exc}"
+    finally:
+        if fd is not None:
+            os.close(fd)
+    if out.returncode != 0:
+        return False, f"bwrap cannot create a sandbox here: {out.stderr.strip()[:300]}"
+    return True, ""

@@ -1,4 +1,11 @@
-"""DockerSandbox: one container per session, started on first use, removed at exit."""
+"""DockerSandbox: one container per session, started on first use, removed at exit (or when kimi dies).
+
+Nothing of the host is mounted but the workspace (and its .git/.kimi read-only): no host socket, no home.
+The container's pid 1 reads its stdin, which kimi holds through an attach: when kimi dies, even by
+SIGKILL, dockerd closes that stdin (StdinOnce), pid 1 exits, every process in the container dies with
+it, and AutoRemove deletes the container. The seccomp profile is the one every backend uses
+(restrict.py), in Docker's JSON form.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +18,14 @@ import time
 from typing import Any
 
 from kimi_cli.tools.sandbox.base import ExecResult, OutputCollector
+from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
 from kimi_cli.tools.sandbox.policy import SANE_PATH, SandboxPolicy
+from kimi_cli.tools.sandbox.restrict import Unavailable, docker_seccomp_profile, machine
 
 # Runs the command, then kills whatever it left behind (kill -1 spares the caller and pid 1, the keeper).
 WRAPPER = '"$0" -c "$1"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
-KEEPER = ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
+# pid 1 itself reads (no child that `kill -1` could take away); end of input: kimi is gone.
+KEEPER = ["sh", "-c", "while read -r _; do :; done"]
 
 
 def docker_client() -> Any:
@@ -38,21 +48,35 @@ def container_options(policy: SandboxPolicy, image: str, memory: str, pids_limit
     volumes = {ws: {"bind": ws, "mode": "rw"}}
     for path in policy.read_only:
         volumes[str(path)] = {"bind": str(path), "mode": "ro"}
+    tmpfs = {"/tmp": "rw,exec,nosuid,size=1g"}
+    masks: list[str] = []
+    for hidden in policy.hidden:  # only those inside the workspace: nothing else is mounted
+        if hidden.path.is_relative_to(policy.workspace):
+            if hidden.is_dir:
+                tmpfs[str(hidden.path)] = "ro,size=4k"
+            else:
+                masks.append(str(hidden.path))
+    security = ["no-new-privileges"]
+    with contextlib.suppress(Unavailable):  # else Docker's default profile
+        security.append("seccomp=" + docker_seccomp_profile(machine()))
     return {
         "image": image,
         "command": KEEPER,
-        "detach": True,
+        "stdin_open": True,
+        "stdin_once": True,
+        "auto_remove": True,
         "name": f"kimi-{session}-{secrets.token_hex(3)}",
         "labels": {"kimi.session": session, "kimi.pid": str(os.getpid())},
         "network_mode": "host" if policy.network else "none",
         "mem_limit": memory,
         "pids_limit": pids_limit,
         "volumes": volumes,
+        "masks": masks,  # files covered with /dev/null
         "working_dir": ws,
         "read_only": True,
-        "tmpfs": {"/tmp": "rw,exec,nosuid,size=1g"},
+        "tmpfs": tmpfs,
         "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
+        "security_opt": security,
         "environment": {"PATH": SANE_PATH, "HOME": "/root", "LANG": "C.UTF-8"},
     }
 
@@ -70,7 +94,10 @@ class DockerSandbox:
         self.options = container_options(policy, image, memory, pids_limit, session)
         self._client: Any = None
         self._container: Any = None
+        self._lifeline: Any = None  # the attach to pid 1's stdin: closes when kimi dies
         self._shell = "sh"
+        kimi = policy.workspace / ".kimi"
+        self.guard = None if kimi.exists() else GitGuard([kimi])  # an existing one is mounted read-only
 
     @property
     def container_id(self) -> str | None:
@@ -83,18 +110,31 @@ class DockerSandbox:
             self._client = docker_client()
             reap_orphans(self._client)
             try:
-                self._container = self._client.containers.run(**self.options)
+                container = create_container(self._client, self.options)
             except docker.errors.ImageNotFound:
                 raise RuntimeError(
                     f"docker image {self.options['image']!r} is not available locally; build or pull it, "
                     "or set sandbox.docker_image in .kimi/config.toml"
                 ) from None
+            self._lifeline = self._client.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
+            container.start()
+            self._container = container
             probe = self._client.api.exec_create(self._container.id, ["sh", "-c", "command -v bash"])
             if self._client.api.exec_start(probe["Id"]).strip():
                 self._shell = "bash"
         return self._container
 
     async def run(self, command: str, timeout: float) -> ExecResult:
+        earlier = self.guard.before() if self.guard is not None else []
+        result = await self._run(command, timeout)
+        repaired = sorted(set(earlier) | set(self.guard.after())) if self.guard is not None else []
+        if repaired:
+            result.output += repair_note(repaired, self.policy.workspace)
+            if result.exit_code == 0:
+                result.exit_code = 1
+        return result
+
+    async def _run(self, command: str, timeout: float) -> ExecResult:
         started = time.monotonic()
         await asyncio.to_thread(self._ensure)
         api = self._client.api
@@ -139,6 +179,29 @@ class DockerSandbox:
             with contextlib.suppress(Exception):
                 self._container.remove(force=True)
             self._container = None
+        if self._lifeline is not None:
+            with contextlib.suppress(Exception):
+                self._lifeline.close()
+            self._lifeline = None
+        if self.guard is not None:
+            self.guard.before()
+
+
+HOST_KEYS = ("network_mode", "mem_limit", "pids_limit", "read_only", "tmpfs", "cap_drop", "security_opt", "auto_remove")
+
+
+def create_container(client: Any, options: dict[str, Any]) -> Any:
+    """Create (not start) the container through the low-level API: the high-level one has no stdin_once."""
+    api = client.api
+    binds = [f"{host}:{v['bind']}:{v['mode']}" for host, v in options["volumes"].items()]
+    binds += [f"/dev/null:{path}:ro" for path in options["masks"]]
+    host = api.create_host_config(binds=binds, **{k: options[k] for k in HOST_KEYS})
+    created = api.create_container(
+        options["image"], options["command"], name=options["name"], labels=options["labels"],
+        working_dir=options["working_dir"], environment=options["environment"], host_config=host,
+        stdin_open=options["stdin_open"], detach=not options["stdin_once"],  # docker-py: StdinOnce = not detach
+    )  # fmt: skip
+    return client.containers.get(created["Id"])
 
 
 def reap_orphans(client: Any) -> None:

@@ -1,34 +1,39 @@
-"""LandlockSandbox: Landlock (filesystem, TCP) and seccomp (sockets, sessions) applied to the child before exec.
+"""LandlockSandbox: Landlock (filesystem, TCP, scopes) and seccomp (syscalls, sockets) applied before exec.
 
 It needs no user namespaces and no root, so it works where bubblewrap cannot (Ubuntu 24.04's AppArmor
 default, GitHub's ubuntu-latest runners). Differences from bwrap, each handled:
 - no private /tmp mount: TMPDIR points at the session's private tmp, the only writable place outside
   the workspace;
 - no pid namespace: setsid/setpgid are refused by seccomp, so everything a command starts stays in its
-  process group, and the group is killed when the call ends;
-- .git cannot be read-only inside the writable workspace: GitGuard restores it after each command.
+  process group, and the group is killed when the call ends (or when kimi dies: see spawner_main.py);
+  /proc/<pid> of processes outside the command's domain is closed by Landlock's ptrace rule;
+- no mount namespace: a unix socket outside the workspace is kept out of reach by the connect()
+  supervisor (supervise.py), not by hiding it;
+- .git and .kimi cannot be read-only inside the writable workspace: the guard restores them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from collections.abc import Callable
 
-from kimi_cli.tools.sandbox.base import ExecResult, run_process_group
-from kimi_cli.tools.sandbox.git_guard import GitGuard
-from kimi_cli.tools.sandbox.landlock_rules import git_guard_paths, landlock_plan
-from kimi_cli.tools.sandbox.landlock_sys import (
-    LandlockUnavailable,
+from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
+from kimi_cli.tools.sandbox.git_guard import GitGuard, guarded_paths, repair_note
+from kimi_cli.tools.sandbox.landlock_rules import landlock_plan
+from kimi_cli.tools.sandbox.policy import SandboxPolicy
+from kimi_cli.tools.sandbox.restrict import (
+    Restriction,
+    Unavailable,
     create_ruleset,
     landlock_abi,
     machine,
-    make_child_setup,
     seccomp_program,
 )
-from kimi_cli.tools.sandbox.policy import SandboxPolicy
-from kimi_cli.tools.sandbox.spawner import Spawner, collect
+from kimi_cli.tools.sandbox.spawner import Spawner, collect, started_from
 
+LandlockUnavailable = Unavailable
 MIN_ABI = 1
 
 
@@ -40,16 +45,20 @@ class LandlockSandbox:
     def __init__(self, policy: SandboxPolicy, output_cap: int, shell: str = "bash") -> None:
         self.abi = landlock_abi()
         if self.abi < MIN_ABI:
-            raise LandlockUnavailable("this kernel has no Landlock (Linux 5.13+ with landlock in lsm=)")
+            raise Unavailable("this kernel has no Landlock (Linux 5.13+ with landlock in lsm=)")
         self.policy = policy
         self.output_cap = output_cap
         self.shell = shell
         self.plan = landlock_plan(policy, self.abi)
-        self.bpf = seccomp_program(machine(), block_inet=not policy.network)
-        self.ruleset_fd = create_ruleset(self.plan, self.abi)
-        self._setup = make_child_setup(self.ruleset_fd, self.bpf)
+        self.ruleset_fd = create_ruleset(
+            self.abi, self.plan.handled_fs, self.plan.handled_net, self.plan.scoped,
+            [(g.path, g.access) for g in self.plan.grants],
+        )  # fmt: skip
+        # Without a supervisor (this process forks the child itself) connect() is refused outright.
+        self.restriction = Restriction(self.ruleset_fd, None, seccomp_program(machine(), network=policy.network,
+                                                                                connect="deny"))  # fmt: skip
         self.env = {**policy.env, "TMPDIR": str(policy.private_tmp)}
-        self.guard = GitGuard(git_guard_paths(policy.workspace)) if (policy.workspace / ".git").is_dir() else None
+        self.guard = GitGuard(*guarded_paths(policy.workspace))
         self.spawner: Spawner | None = None  # forks for us from a small process: cheaper than forking kimi
 
     @property
@@ -59,49 +68,72 @@ class LandlockSandbox:
         tcp = "Landlock TCP rules and " if self.plan.handled_net else ""
         return f"network off ({tcp}seccomp refuses inet sockets)"
 
-    async def run(self, command: str, timeout: float) -> ExecResult:
-        if self.guard is not None:
-            self.guard.remember()
-        result = await self._run(command, timeout)
-        if self.guard is not None:
-            repaired = self.guard.restore()
-            if repaired:
-                names = ", ".join(os.path.relpath(p, self.policy.workspace) for p in repaired[:5])
-                result.output += (
-                    f"\n[kimi: the command changed {names}; .git is read-only in the sandbox, so it was put "
-                    "back. Use the Git tool for git operations.]"
-                )
-                if result.exit_code == 0:
-                    result.exit_code = 1
-        return result
+    def _preexec(self) -> Callable[[], None]:
+        parent = os.getpid()
+        return lambda: self.restriction.apply(parent)
 
-    async def _run(self, command: str, timeout: float) -> ExecResult:
+    def _spawner(self) -> Spawner | None:
         if self.spawner is None:
             try:
-                self.spawner = Spawner(self.ruleset_fd, self.bpf.program, machine())
+                roots = [str(self.policy.workspace), str(self.policy.private_tmp)]
+                self.spawner = Spawner(self.ruleset_fd, roots, self.policy.network)
             except OSError:
                 self.spawner = None
-        if self.spawner is not None:
-            try:
-                pid, fd, exited = await self.spawner.start([self.shell, "-c", command], str(self.policy.workspace),
-                                                           self.env)  # fmt: skip
-            except (OSError, RuntimeError):
-                self.spawner.close()
-                self.spawner = None
-            else:
-                return await collect(pid, fd, exited, timeout, self.output_cap)
-        return await run_process_group(
-            [self.shell, "-c", command],
-            cwd=str(self.policy.workspace),
-            env=self.env,
-            timeout=timeout,
-            cap=self.output_cap,
-            preexec_fn=self._setup,
-            pass_fds=(self.ruleset_fd,),
-        )
+        return self.spawner
+
+    async def _spawn(self, command: str) -> tuple[int, int, asyncio.Future[int]] | None:
+        spawner = self._spawner()
+        if spawner is None:
+            return None
+        try:
+            return await spawner.start([self.shell, "-c", command], str(self.policy.workspace), self.env)
+        except (OSError, RuntimeError):
+            spawner.close()
+            self.spawner = None
+            return None
+
+    async def run(self, command: str, timeout: float) -> ExecResult:
+        earlier = self.guard.before()
+        spawned = await self._spawn(command)
+        if spawned is not None:
+            result = await collect(*spawned, timeout, self.output_cap)
+        else:
+            result = await run_process_group(
+                [self.shell, "-c", command], cwd=str(self.policy.workspace), env=self.env, timeout=timeout,
+                cap=self.output_cap, preexec_fn=self._preexec(),
+            )  # fmt: skip
+        if earlier:
+            result.output += repair_note(earlier, self.policy.workspace, by="an earlier background command")
+        repaired = self.guard.after()
+        if repaired:
+            result.output += repair_note(repaired, self.policy.workspace)
+            if result.exit_code == 0:
+                result.exit_code = 1
+        return result
+
+    async def start(self, command: str) -> Started:
+        """A background command, started by the spawner (supervised, and killed if kimi dies)."""
+        spawned = await self._spawn(command)
+        if spawned is None:
+            proc = await asyncio.create_subprocess_exec(
+                self.shell, "-c", command, cwd=str(self.policy.workspace), env=self.env,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True, preexec_fn=self._preexec(),
+            )  # fmt: skip
+            return Started.from_process(proc)
+        return await started_from(*spawned)
 
     def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], Callable[[], None], tuple[int, ...]]:
-        return [self.shell, "-c", command], self.env, self._setup, (self.ruleset_fd,)
+        """argv, env and the preexec function for a sandboxed process that the caller starts itself.
+
+        The caller must fork from the thread that will outlive the process (PR_SET_PDEATHSIG follows the
+        forking thread) and pass start_new_session=True. No fd of the caller's reaches the process.
+        """
+        return [self.shell, "-c", command], self.env, self._preexec(), ()
+
+    def check_protected(self) -> list[str]:
+        """Repair .git/.kimi now (a background task may have changed them); the paths it repaired."""
+        return self.guard.before()
 
     async def close(self) -> None:
         self.close_sync()
@@ -111,6 +143,7 @@ class LandlockSandbox:
             self.spawner.close()
             self.spawner = None
         if self.ruleset_fd >= 0:
+            self.guard.before()
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
 
@@ -119,12 +152,12 @@ def landlock_works(policy: SandboxPolicy) -> tuple[bool, str]:
     """Try the real thing once: a sandboxed `true`."""
     try:
         sandbox = LandlockSandbox(policy, 1000)
-    except (LandlockUnavailable, OSError) as exc:
+    except (Unavailable, OSError) as exc:
         return False, f"landlock cannot sandbox here: {exc}"
     try:
         out = subprocess.run(
-            ["true"], env=sandbox.env, preexec_fn=sandbox._setup, pass_fds=(sandbox.ruleset_fd,),
-            capture_output=True, timeout=20,
+            ["true"], env=sandbox.env, preexec_fn=sandbox._preexec(), capture_output=True, timeout=20,
+            start_new_session=True,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"landlock cannot sandbox here: {exc}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
 
@@ -37,7 +36,9 @@ def fs_rights_for_abi(abi: int) -> int:
 
 
 READ = EXECUTE | READ_FILE | READ_DIR
-SYSTEM_READ_WRITE = ("/dev",)  # /dev/null, /dev/tty: written by ordinary commands
+# /dev is listed, never granted whole: its ttys (the user's keystrokes, escape sequences), /dev/shm and the
+# hardware stay out of reach. These devices are what builds open; a pty is not offered.
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ def landlock_plan(
     """
     handled = fs_rights_for_abi(abi)
     hidden = [str(h.path) for h in policy.hidden]
+    writable = [str(policy.workspace), str(policy.private_tmp)]
     grants: dict[str, int] = {}
 
     def grant(path: str, access: int) -> None:
@@ -101,18 +103,14 @@ def landlock_plan(
         if access:
             grants[path] = grants.get(path, 0) | access
 
-    for path in split_around("/", hidden, list_dir):
+    for path in split_around("/", [*hidden, "/dev"], list_dir):
         grant(path, READ)
-    for path in SYSTEM_READ_WRITE:
-        grant(path, READ | WRITE_FILE | IOCTL_DEV)
-    for path in (str(policy.workspace), str(policy.private_tmp)):
-        grant(path, handled)
+    grant("/dev", READ_DIR)
+    for path in DEVICES:
+        grant(path, READ_FILE | WRITE_FILE | IOCTL_DEV)
+    for root in writable:  # hidden paths inside the workspace stay hidden there too
+        for path in split_around(root, hidden, list_dir):
+            grant(path, handled)
     handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if (not policy.network and abi >= 4) else 0
     scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0
     return LandlockPlan(handled, handled_net, scoped, tuple(Grant(p, a) for p, a in sorted(grants.items())))
-
-
-def git_guard_paths(workspace: Path) -> list[Path]:
-    """What Landlock cannot keep read-only inside a writable workspace, checked and restored after each call."""
-    git = workspace / ".git"
-    return [git / "config", git / "HEAD", git / "packed-refs", git / "hooks", git / "info", git / "refs"]

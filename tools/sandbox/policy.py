@@ -1,17 +1,17 @@
-"""SandboxPolicy: what a sandboxed command may see and change, as plain data."""
+"""SandboxPolicy: what a sandboxed command may see and change, as plain data shared by every backend."""
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_HIDDEN = ("~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kimi", "~/.netrc", "~/.docker")
-SANE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-SECRET_NAMES = {"KIMI_API_KEY", "MOONSHOT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
-SECRET_PATTERN = re.compile(r"(_TOKEN|_SECRET|_KEY|_KEYS)$|PASSWORD|PASSWD|SECRET|CREDENTIAL", re.IGNORECASE)
-DROP_ALWAYS = {"BASH_ENV", "ENV", "LD_PRELOAD", "LD_LIBRARY_PATH", "PROMPT_COMMAND"}
+from kimi_cli.tools.sandbox.env import SANE_PATH, EnvNotice, sandbox_env
+from kimi_cli.tools.sandbox.hidden import default_entries, expand
+
+__all__ = ["SANE_PATH", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
+
+PROTECTED = (".git", ".kimi")  # read-only to commands inside the writable workspace
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class HiddenPath:
 
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """Writable roots, read-only holes in them, hidden credential stores, network and environment."""
+    """Writable roots, read-only holes in them, hidden credential stores, host sockets, network, environment."""
 
     workspace: Path
     private_tmp: Path
@@ -30,19 +30,13 @@ class SandboxPolicy:
     hidden: tuple[HiddenPath, ...] = ()
     network: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    sockets: tuple[Path, ...] = ()  # listening unix sockets outside the workspace when the session began
+    notice: EnvNotice = field(default_factory=EnvNotice, compare=False)
 
 
-def scrub_env(environ: dict[str, str]) -> dict[str, str]:
-    """Drop API keys, tokens, secrets and passwords; keep a sane PATH, HOME and LANG."""
-    out = {
-        k: v
-        for k, v in environ.items()
-        if k not in SECRET_NAMES and k not in DROP_ALWAYS and not SECRET_PATTERN.search(k)
-    }
-    out.setdefault("PATH", SANE_PATH)
-    out.setdefault("HOME", str(Path.home()))
-    out.setdefault("LANG", "C.UTF-8")
-    return out
+def scrub_env(environ: dict[str, str], allow: list[str] | None = None, deny: list[str] | None = None) -> dict[str, str]:
+    """The environment a command gets (see env.py: an allowlist, and no credential-looking value)."""
+    return sandbox_env(environ, allow, deny)[0]
 
 
 def build_policy(
@@ -52,27 +46,47 @@ def build_policy(
     network: bool = False,
     extra_hidden: list[str] | None = None,
     environ: dict[str, str] | None = None,
+    env_allow: list[str] | None = None,
+    env_deny: list[str] | None = None,
 ) -> SandboxPolicy:
     """The default policy for a workspace: only existing hidden paths are listed (bwrap needs targets)."""
-    env = scrub_env(dict(os.environ) if environ is None else environ)
+    env, withheld = sandbox_env(dict(os.environ) if environ is None else environ, env_allow, env_deny)
     home = Path(env.get("HOME") or Path.home())
-    hidden: list[HiddenPath] = []
-    for raw in (*DEFAULT_HIDDEN, *(extra_hidden or [])):
-        path = Path(raw.replace("~", str(home), 1) if raw.startswith("~") else raw)
-        if path.is_symlink():
-            path = path.resolve()
-        if path.exists() and not _covers(path, workspace):
-            hidden.append(HiddenPath(path, path.is_dir()))
-    git_dir = workspace / ".git"
-    read_only = (git_dir,) if git_dir.exists() else ()
+    hidden = [
+        HiddenPath(path, path.is_dir())
+        for path in expand([*default_entries(), *(extra_hidden or [])], home)
+        if not _covers(path, workspace)
+    ]
+    ws = workspace.resolve()
+    read_only = tuple(ws / name for name in PROTECTED if (ws / name).exists())
     return SandboxPolicy(
-        workspace=workspace.resolve(),
+        workspace=ws,
         private_tmp=private_tmp,
         read_only=read_only,
         hidden=tuple(hidden),
         network=network,
         env=env,
+        sockets=tuple(host_sockets([ws, private_tmp.resolve()])),
+        notice=EnvNotice(withheld),
     )
+
+
+def host_sockets(inside: list[Path], table: str = "/proc/net/unix") -> list[Path]:
+    """Paths of the host's listening unix sockets (the kernel's own list), minus those in `inside`."""
+    try:
+        lines = Path(table).read_text(errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found: dict[str, Path] = {}
+    for line in lines:
+        parts = line.split(None, 7)
+        if len(parts) < 8 or not parts[7].startswith("/"):
+            continue  # unnamed or abstract (bwrap's network namespace covers abstract names)
+        path = Path(parts[7])
+        if any(path.is_relative_to(root) for root in inside) or not path.is_socket():
+            continue
+        found.setdefault(str(path), path)
+    return list(found.values())
 
 
 def _covers(path: Path, workspace: Path) -> bool:

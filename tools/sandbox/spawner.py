@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from kimi_cli.tools.sandbox.base import ExecResult, OutputCollector, kill_group
+from kimi_cli.tools.sandbox.base import ExecResult, OutputCollector, Started, kill_group
 
 MAIN = Path(__file__).with_name("spawner_main.py")
 
@@ -21,14 +21,17 @@ MAIN = Path(__file__).with_name("spawner_main.py")
 class Spawner:
     """One helper process per sandbox; requests are answered in order, exits as they happen."""
 
-    def __init__(self, ruleset_fd: int, program: bytes, machine: str) -> None:
+    def __init__(self, ruleset_fd: int, roots: list[str], network: bool) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Its own session (a Ctrl-C at the terminal is kimi's to handle, not a reason for it to die) and an
+        # empty environment (kimi's holds the API key); it dies with kimi (PR_SET_PDEATHSIG, set inside).
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(MAIN), str(theirs.fileno()), str(ruleset_fd), machine],
-            stdin=subprocess.PIPE, pass_fds=(theirs.fileno(), ruleset_fd), close_fds=True,
+            [sys.executable, "-I", "-S", str(MAIN), str(theirs.fileno()), str(ruleset_fd), str(os.getpid())],
+            stdin=subprocess.PIPE, pass_fds=(theirs.fileno(), ruleset_fd), close_fds=True, start_new_session=True,
+            env={},
         )  # fmt: skip
         assert self.proc.stdin is not None
-        self.proc.stdin.write(program)
+        self.proc.stdin.write(json.dumps({"roots": roots, "network": network}).encode())
         self.proc.stdin.close()
         theirs.close()
         ours.setblocking(False)
@@ -131,3 +134,11 @@ async def collect(pid: int, fd: int, exited: asyncio.Future[int], timeout: float
     code = None if timed_out or not exited.done() else exited.result()
     text, cut = collector.result()
     return ExecResult(text, code, timed_out, time.monotonic() - started, cut)
+
+
+async def started_from(pid: int, fd: int, exited: asyncio.Future[int]) -> Started:
+    """A spawned command as a background task: its output pipe wrapped in a stream reader."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0))
+    return Started(pid, reader, exited, transport)

@@ -1,97 +1,142 @@
-"""The landlock spawner: a small helper process that forks sandboxed commands for kimi.
+"""The landlock spawner: a small helper process that forks sandboxed commands for kimi and supervises them.
 
-Run as `python -I -S spawner_main.py SOCK_FD RULESET_FD` with the seccomp program on stdin. Forking
-from this small process costs ~1 ms where forking kimi itself (~120 MB) costs ~8 ms, and the child
-setup (setsid, then no_new_privs, the Landlock domain, the seccomp filter) runs here, between fork and
-exec. Requests come as JSON datagrams on a Unix seqpacket socket; each answer carries the command's
-pid and, as an SCM_RIGHTS fd, the read end of its output pipe; the exit status follows when it ends.
+Run as `python -I -S spawner_main.py SOCK_FD RULESET_FD KIMI_PID` with a JSON config on stdin. Forking
+from this small process costs ~1 ms where forking kimi itself (~120 MB) costs ~8 ms. Each child runs
+setsid and then the one restriction routine (restrict.py, loaded by path: `-I` keeps this folder, and
+its select.py, off sys.path) between fork and exec. Requests come as JSON datagrams on a Unix seqpacket
+socket; each answer carries the command's pid and, as an SCM_RIGHTS fd, the read end of its output pipe;
+the exit status follows when it ends. The connect() supervisor (supervise.py) runs in the same loop.
+
+Nothing outlives kimi: this process gets SIGTERM when kimi dies (PR_SET_PDEATHSIG) and sees kimi's
+socket close; either way it kills every command's process group (commands cannot leave it: seccomp
+refuses setsid/setpgid) and exits. It is a child subreaper, so what a command orphans stays ours.
 Standard library only: it starts without site-packages.
 """
 
+import contextlib
 import ctypes
+import importlib.util
 import json
 import os
 import select
 import signal
 import socket
-import struct
 import sys
 
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
-PR_CAPBSET_DROP, PR_SET_SECUREBITS, SECURE_NOROOT_ALL = 24, 28, 0x2F
-SYS_LANDLOCK_RESTRICT_SELF = 446
-CAPSET = {"x86_64": 126, "aarch64": 91}
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 
 
-class SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+def load(name: str):  # type: ignore[no-untyped-def]
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"kimi_sandbox_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Spawner:
+    def __init__(self, sock: socket.socket, ruleset_fd: int, config: dict) -> None:  # type: ignore[type-arg]
+        restrict, supervise = load("restrict"), load("supervise")
+        arch = restrict.machine()
+        supervised = restrict.seccomp_program(arch, network=config["network"], connect="notify")
+        plain = restrict.seccomp_program(arch, network=config["network"], connect="deny")
+        self.restriction = restrict.Restriction(ruleset_fd, supervised, plain, arch)
+        self.sock = sock
+        self.me = os.getpid()
+        self.running: set[int] = set()
+        self.groups: set[int] = set()  # every command's process group: members may outlive the command
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.intake, self.intake_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # listeners
+        self.devnull = os.open(os.devnull, os.O_RDONLY)
+        self.poller = select.poll()
+        for fd in (sock.fileno(), self.wake_r, self.intake.fileno()):
+            self.poller.register(fd, select.POLLIN)
+        self.supervisor = supervise.Supervisor(self.poller, config["roots"], config["network"])
+
+    def shutdown(self, *_: object) -> None:
+        for pid in self.groups:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        os._exit(0)
+
+    def serve(self) -> None:
+        while True:
+            try:
+                events = self.poller.poll(self.supervisor.timeout_ms())
+            except InterruptedError:
+                continue
+            for fd, mask in events:
+                if fd == self.sock.fileno():
+                    data = self.sock.recv(1 << 20)
+                    if not data:
+                        return  # kimi is gone: so is everything it started
+                    self.start(json.loads(data))
+                elif fd == self.wake_r:
+                    os.read(self.wake_r, 4096)
+                elif fd == self.intake.fileno():
+                    _, fds, _, _ = socket.recv_fds(self.intake, 16, 4)
+                    for listener in fds:
+                        self.supervisor.add(listener)
+                elif self.supervisor.owns(fd):
+                    self.supervisor.handle(fd, mask)
+            self.supervisor.tick()
+            self.reap()
+
+    def start(self, request: dict) -> None:  # type: ignore[type-arg]
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for sig in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):  # ours, or ignored by Python
+                    signal.signal(sig, signal.SIG_DFL)
+                os.setsid()  # off kimi's terminal; the command itself may not call it
+                os.dup2(self.devnull, 0)
+                os.dup2(out_w, 1)
+                os.dup2(out_w, 2)
+                os.chdir(request["cwd"])
+                self.restriction.apply(self.me, self.intake_child)
+                os.execvpe(request["argv"][0], request["argv"], request["env"])
+            finally:
+                os._exit(127)
+        os.close(out_w)
+        self.running.add(pid)
+        self.groups.add(pid)
+        socket.send_fds(self.sock, [json.dumps({"pid": pid}).encode()], [out_r])
+        os.close(out_r)
+
+    def reap(self) -> None:
+        """Every child: our own commands, and orphans handed to us as the subreaper."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self.running:
+                self.running.discard(pid)
+                self.sock.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
 
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
-    ruleset_fd = int(sys.argv[2])
-    machine = sys.argv[3]
-    program = sys.stdin.buffer.read()
+    ruleset_fd, kimi_pid = int(sys.argv[2]), int(sys.argv[3])
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    buf = ctypes.create_string_buffer(program, len(program))
-    fprog = SockFprog(len(program) // 8, ctypes.addressof(buf))
-    as_root = os.geteuid() == 0
-    cap_header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)
-    cap_data = ctypes.create_string_buffer(bytes(24), 24)
-
-    def restrict() -> None:
-        if as_root:
-            for cap in range(64):
-                libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
-            libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL, 0, 0, 0)
-            if libc.syscall(CAPSET.get(machine, -1), cap_header, cap_data) != 0:
-                os._exit(126)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            os._exit(126)
-        if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0) != 0:
-            os._exit(126)
-        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-            os._exit(126)
-
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    running: set[int] = set()
-    while True:
-        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-        if sock.fileno() in ready:
-            data = sock.recv(1 << 20)
-            if not data:
-                return  # kimi is gone: so are we (the commands die with their group, killed by kimi)
-            request = json.loads(data)
-            out_r, out_w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    os.setsid()
-                    os.dup2(devnull, 0)
-                    os.dup2(out_w, 1)
-                    os.dup2(out_w, 2)
-                    os.chdir(request["cwd"])
-                    restrict()
-                    os.closerange(3, 1 << 16)
-                    os.execvpe(request["argv"][0], request["argv"], request["env"])
-                finally:
-                    os._exit(127)
-            os.close(out_w)
-            socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [out_r])
-            os.close(out_r)
-            running.add(pid)
-        for pid in list(running):
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                running.discard(pid)
-                sock.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != kimi_pid:
+        return  # kimi died before we got here
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    spawner = Spawner(sock, ruleset_fd, json.loads(sys.stdin.buffer.read()))
+    signal.signal(signal.SIGTERM, spawner.shutdown)
+    try:
+        spawner.serve()
+    finally:
+        spawner.shutdown()
 
 
 if __name__ == "__main__":

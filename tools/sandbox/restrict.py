@@ -1,0 +1,353 @@
+"""The one restriction routine for sandboxed commands: Landlock, seccomp and fd hygiene between fork and exec.
+
+Two callers share it: the landlock spawner (spawner_main.py, which runs as `python -I -S` and loads this
+file by path) and the preexec path (a child forked by kimi itself: the fallback when no spawner runs,
+`spawn_spec`, the start-up probe). So it is standard library only and imports nothing from kimi_cli.
+bwrap and Docker take the same seccomp program (`seccomp_program`), written out for them.
+
+What a command gets, in this order (`Restriction.apply`, syscalls only):
+1. PR_SET_PDEATHSIG(SIGKILL): it dies with the process that forked it;
+2. as root: an empty bounding set, SECURE_NOROOT (exec grants root nothing) and no capabilities;
+3. no_new_privs, then the session's Landlock domain;
+4. the seccomp filter; when supervised, its listener goes to the supervisor (see supervise.py);
+5. every fd above 2 marked close-on-exec: the ruleset, the spawner's sockets, anything of kimi's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import platform
+import signal
+import socket
+import struct
+
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+SYS_CLOSE_RANGE, SYS_PIDFD_GETFD = 436, 438
+CLOSE_RANGE_CLOEXEC = 1 << 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECUREBITS = 1, 38, 24, 28
+SECURE_NOROOT_ALL = 0x2F  # NOROOT, NO_SETUID_FIXUP and both locks
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = 1, 1 << 3
+O_PATH, O_NOFOLLOW = 0o10000000, 0o400000
+RULE_PATH_BENEATH = 1
+
+RET_ALLOW, RET_NOTIFY, RET_ERRNO = 0x7FFF0000, 0x7FC00000, 0x00050000
+EPERM, EACCES, ENOSYS = 1, 13, 38
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+SOCK_STREAM, SOCK_SEQPACKET = 1, 5
+SETID_BITS = 0o6000
+NEW_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+X32_SYSCALL_BIT = 0x40000000
+
+# Syscall numbers by architecture. `deny`: refused with EPERM (ways out of a sandbox, or into the kernel's
+# rarer corners; most need capabilities a command never has). `sessions`: leaving the process group a
+# timeout kills (landlock only: bwrap and Docker have a pid namespace). `mode_arg`: syscalls whose mode
+# argument (by index) must carry no setuid/setgid bit.
+_COMMON_DENY = {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
+                "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
+                "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+                "pidfd_getfd": 438, "process_madvise": 440, "mount_setattr": 442}  # fmt: skip
+ARCHES: dict[str, dict[str, object]] = {
+    "x86_64": {
+        "audit": 0xC000003E, "seccomp": 317, "capset": 126,
+        "socket": 41, "socketpair": 53, "connect": 42, "ioctl": 16, "clone": 56, "clone3": 435, "openat2": 437,
+        "sessions": {"setsid": 112, "setpgid": 109},
+        "mode_arg": {"chmod": (90, 1), "fchmod": (91, 1), "fchmodat": (268, 2), "fchmodat2": (452, 2),
+                     "open": (2, 2), "openat": (257, 3), "creat": (85, 1), "mknod": (133, 1), "mknodat": (259, 2)},
+        "deny": {**_COMMON_DENY, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
+                 "init_module": 175, "finit_module": 313, "delete_module": 176, "kexec_load": 246,
+                 "kexec_file_load": 320, "bpf": 321, "perf_event_open": 298, "reboot": 169, "swapon": 167,
+                 "swapoff": 168, "unshare": 272, "setns": 308, "pivot_root": 155, "chroot": 161, "mount": 165,
+                 "umount2": 166, "keyctl": 250, "add_key": 248, "request_key": 249, "userfaultfd": 323,
+                 "name_to_handle_at": 303, "open_by_handle_at": 304, "acct": 163, "quotactl": 179, "syslog": 103,
+                 "vhangup": 153, "iopl": 172, "ioperm": 173, "uselib": 134, "lookup_dcookie": 212},
+    },
+    "aarch64": {
+        "audit": 0xC00000B7, "seccomp": 277, "capset": 91,
+        "socket": 198, "socketpair": 199, "connect": 203, "ioctl": 29, "clone": 220, "clone3": 435, "openat2": 437,
+        "sessions": {"setsid": 157, "setpgid": 154},
+        "mode_arg": {"fchmod": (52, 1), "fchmodat": (53, 2), "fchmodat2": (452, 2), "openat": (56, 3),
+                     "mknodat": (33, 2)},
+        "deny": {**_COMMON_DENY, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
+                 "init_module": 105, "finit_module": 273, "delete_module": 106, "kexec_load": 104,
+                 "kexec_file_load": 294, "bpf": 280, "perf_event_open": 241, "reboot": 142, "swapon": 224,
+                 "swapoff": 225, "unshare": 97, "setns": 268, "pivot_root": 41, "chroot": 51, "mount": 40,
+                 "umount2": 39, "keyctl": 219, "add_key": 217, "request_key": 218, "userfaultfd": 282,
+                 "name_to_handle_at": 264, "open_by_handle_at": 265, "acct": 89, "quotactl": 60, "syslog": 116,
+                 "vhangup": 58, "lookup_dcookie": 18},
+    },
+}  # fmt: skip
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.prctl.restype = ctypes.c_int
+
+
+class Unavailable(RuntimeError):
+    """This kernel or architecture cannot run the landlock backend; the message says why."""
+
+
+def machine() -> str:
+    return platform.machine()
+
+
+def arch_spec(arch: str) -> dict[str, object]:
+    spec = ARCHES.get(arch)
+    if spec is None:
+        raise Unavailable(f"no seccomp filter for the {arch} architecture")
+    return spec
+
+
+# --- seccomp ---------------------------------------------------------------------------------------------
+
+LD_W_ABS, JEQ_K, JGE_K, JSET_K, AND_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
+
+
+def _arg(index: int) -> int:
+    """Offset of the low 32 bits of syscall argument `index` in seccomp_data (little-endian)."""
+    return 16 + 8 * index
+
+
+def seccomp_program(arch: str, *, network: bool, connect: str = "allow", sessions: bool = True) -> bytes:
+    """The BPF filter every backend shares. `connect`: "notify" (a supervisor decides), "deny" or "allow".
+
+    Always: the deny list; no setuid/setgid bit in any mode argument; no new namespaces (clone flags;
+    clone3 and openat2 answer ENOSYS so libc falls back to the filterable calls); no TIOCSTI/TIOCLINUX;
+    sockets only of the families a build needs (unix stream/seqpacket and netlink, plus inet with the
+    network on: a unix datagram could reach syslog or journald, and sendmsg's address is out of reach).
+    `sessions`: also refuse setsid/setpgid (landlock has no pid namespace to catch what leaves the group).
+    """
+    spec = arch_spec(arch)
+    deny = sorted(dict(spec["deny"]).values())  # type: ignore[call-overload]
+    if sessions:
+        deny += sorted(dict(spec["sessions"]).values())  # type: ignore[call-overload]
+    prog: list[tuple[int, int, str | None, str | None]] = [
+        (LD_W_ABS, 4, None, None),  # seccomp_data.arch
+        (JEQ_K, int(spec["audit"]), "nr", "eperm"),  # type: ignore[call-overload]  # a foreign ABI: refuse
+    ]
+    labels: dict[str, int] = {"nr": len(prog)}
+    prog.append((LD_W_ABS, 0, None, None))  # seccomp_data.nr
+    if arch == "x86_64":
+        prog.append((JGE_K, X32_SYSCALL_BIT, "eperm", None))  # x32 calls would bypass the numbers below
+    for nr in deny:
+        prog.append((JEQ_K, nr, "eperm", None))
+    for name in ("clone3", "openat2"):
+        prog.append((JEQ_K, int(spec[name]), "enosys", None))  # type: ignore[call-overload]
+    prog.append((JEQ_K, int(spec["socket"]), "socket", None))  # type: ignore[call-overload]
+    prog.append((JEQ_K, int(spec["socketpair"]), "socketpair", None))  # type: ignore[call-overload]
+    if connect != "allow":
+        prog.append((JEQ_K, int(spec["connect"]), "notify" if connect == "notify" else "eacces", None))  # type: ignore[call-overload]
+    prog.append((JEQ_K, int(spec["ioctl"]), "ioctl", None))  # type: ignore[call-overload]
+    prog.append((JEQ_K, int(spec["clone"]), "clone", None))  # type: ignore[call-overload]
+    by_index: dict[int, list[int]] = {}
+    for nr, index in dict(spec["mode_arg"]).values():  # type: ignore[call-overload]
+        by_index.setdefault(index, []).append(nr)
+    for index in sorted(by_index):
+        for nr in sorted(by_index[index]):
+            prog.append((JEQ_K, nr, f"mode{index}", None))
+    prog.append((RET_K, RET_ALLOW, None, None))
+    for index in sorted(by_index):
+        labels[f"mode{index}"] = len(prog)
+        prog.append((LD_W_ABS, _arg(index), None, None))
+        prog.append((JSET_K, SETID_BITS, "eperm", "allow"))
+    labels["ioctl"] = len(prog)
+    prog.append((LD_W_ABS, _arg(1), None, None))
+    prog.append((JEQ_K, TIOCSTI, "eperm", None))
+    prog.append((JEQ_K, TIOCLINUX, "eperm", "allow"))
+    labels["clone"] = len(prog)
+    prog.append((LD_W_ABS, _arg(0), None, None))
+    prog.append((JSET_K, NEW_NAMESPACES, "eperm", "allow"))
+    labels["socket"] = len(prog)
+    prog.append((LD_W_ABS, _arg(0), None, None))
+    prog.append((JEQ_K, AF_UNIX, "unix_type", None))
+    if network:
+        prog.append((JEQ_K, AF_INET, "allow", None))
+        prog.append((JEQ_K, AF_INET6, "allow", None))
+    prog.append((JEQ_K, AF_NETLINK, "allow", "eacces"))
+    labels["socketpair"] = len(prog)
+    prog.append((LD_W_ABS, _arg(0), None, None))
+    prog.append((JEQ_K, AF_UNIX, "unix_type", "eacces"))
+    labels["unix_type"] = len(prog)
+    prog.append((LD_W_ABS, _arg(1), None, None))
+    prog.append((AND_K, 0xF, None, None))  # the type without SOCK_CLOEXEC / SOCK_NONBLOCK
+    prog.append((JEQ_K, SOCK_STREAM, "allow", None))
+    prog.append((JEQ_K, SOCK_SEQPACKET, "allow", "eacces"))
+    labels["allow"] = len(prog)
+    prog.append((RET_K, RET_ALLOW, None, None))
+    labels["eperm"] = len(prog)
+    prog.append((RET_K, RET_ERRNO | EPERM, None, None))
+    labels["eacces"] = len(prog)
+    prog.append((RET_K, RET_ERRNO | EACCES, None, None))
+    labels["enosys"] = len(prog)
+    prog.append((RET_K, RET_ERRNO | ENOSYS, None, None))
+    labels["notify"] = len(prog)
+    prog.append((RET_K, RET_NOTIFY, None, None))
+
+    def offset(pc: int, label: str | None) -> int:
+        if label is None:
+            return 0
+        jump = labels[label] - pc - 1
+        if not 0 <= jump < 256:
+            raise AssertionError(f"BPF jump to {label} out of range")
+        return jump
+
+    return b"".join(
+        struct.pack("=HBBI", code, offset(pc, jt), offset(pc, jf), k) for pc, (code, k, jt, jf) in enumerate(prog)
+    )
+
+
+def docker_seccomp_profile(arch: str) -> str:
+    """The same rules as Docker's JSON seccomp profile (Docker's pid namespace makes `sessions` moot)."""
+    import json
+
+    spec = arch_spec(arch)
+    errno_rule = {"action": "SCMP_ACT_ERRNO", "errnoRet": EPERM}
+    rules: list[dict[str, object]] = [
+        {"names": sorted(dict(spec["deny"])), **errno_rule},  # type: ignore[call-overload]
+        {"names": ["clone3", "openat2"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS},
+    ]
+
+    def masked(index: int, bit: int, value: int | None = None) -> dict[str, object]:
+        return {"index": index, "value": bit, "valueTwo": bit if value is None else value, "op": "SCMP_CMP_MASKED_EQ"}
+
+    for name, (_nr, index) in dict(spec["mode_arg"]).items():  # type: ignore[call-overload]
+        for bit in (0o4000, 0o2000):
+            rules.append({"names": [name], **errno_rule, "args": [masked(index, bit)]})
+    for request in (TIOCSTI, TIOCLINUX):
+        rules.append({"names": ["ioctl"], **errno_rule, "args": [{"index": 1, "value": request, "op": "SCMP_CMP_EQ"}]})
+    for bit in range(32):
+        if NEW_NAMESPACES & (1 << bit):
+            rules.append({"names": ["clone"], **errno_rule, "args": [masked(0, 1 << bit)]})
+    unix = {"index": 0, "value": AF_UNIX, "op": "SCMP_CMP_EQ"}
+    for sock_type in (2, 3):  # SOCK_DGRAM, SOCK_RAW (a datagram socket for AF_UNIX)
+        for name in ("socket", "socketpair"):
+            rules.append({"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": EACCES,
+                          "args": [unix, masked(1, 0xF, sock_type)]})  # fmt: skip
+    rules.append({"names": ["socket"], "action": "SCMP_ACT_ERRNO", "errnoRet": EACCES,
+                  "args": [{"index": 0, "value": 40, "op": "SCMP_CMP_EQ"}]})  # fmt: skip  # AF_VSOCK: the hypervisor
+    native = {"x86_64": "SCMP_ARCH_X86_64", "aarch64": "SCMP_ARCH_AARCH64"}[arch]
+    return json.dumps({"defaultAction": "SCMP_ACT_ALLOW", "architectures": [native], "syscalls": rules})
+
+
+# --- Landlock --------------------------------------------------------------------------------------------
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 when Landlock is absent or disabled."""
+    abi = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), 1)
+    return int(abi) if abi > 0 else 0
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        raise Unavailable(f"{what} failed: {os.strerror(ctypes.get_errno())}")
+    return result
+
+
+def create_ruleset(abi: int, handled_fs: int, handled_net: int, scoped: int, grants: list[tuple[str, int]]) -> int:
+    """A ruleset fd (always close-on-exec) holding every grant; made once, applied in each child."""
+    if abi >= 6:
+        attr = struct.pack("=QQQ", handled_fs, handled_net, scoped)
+    elif abi >= 4:
+        attr = struct.pack("=QQ", handled_fs, handled_net)
+    else:
+        attr = struct.pack("=Q", handled_fs)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    fd = _check(_libc.syscall(SYS_LANDLOCK_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), 0), "landlock ruleset")
+    try:
+        for path, access in grants:
+            try:
+                parent = os.open(path, O_PATH | os.O_CLOEXEC | O_NOFOLLOW)  # a link must not grant its target
+            except OSError:
+                continue  # gone since the plan was made
+            try:
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", access, parent), 12)
+                _check(_libc.syscall(SYS_LANDLOCK_ADD_RULE, fd, RULE_PATH_BENEATH, rule, 0), f"rule for {path}")
+            finally:
+                os.close(parent)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+# --- the routine -----------------------------------------------------------------------------------------
+
+
+def enter_domain(ruleset_fd: int) -> None:
+    """no_new_privs, then the Landlock domain: all a scope-only caller needs (bwrap with the network on)."""
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class Restriction:
+    """Everything a child needs, prepared in the parent; `apply` runs between fork and exec.
+
+    `supervised` is the program whose connect() a supervisor answers; `plain` is used when there is no
+    supervisor (the preexec path) or the kernel refuses a listener: there connect() is refused outright.
+    """
+
+    def __init__(self, ruleset_fd: int, supervised: bytes | None, plain: bytes, arch: str | None = None) -> None:
+        spec = arch_spec(arch or machine())
+        self.ruleset_fd = ruleset_fd
+        self.seccomp_nr = int(spec["seccomp"])  # type: ignore[call-overload]
+        self.capset_nr = int(spec["capset"])  # type: ignore[call-overload]
+        self.as_root = os.geteuid() == 0
+        self._programs: list[tuple[ctypes.Array[ctypes.c_char], _SockFprog] | None] = []
+        for program in (supervised, plain):
+            if program is None:
+                self._programs.append(None)
+                continue
+            buf = ctypes.create_string_buffer(program, len(program))
+            self._programs.append((buf, _SockFprog(len(program) // 8, ctypes.addressof(buf))))
+        self._cap_header = ctypes.create_string_buffer(struct.pack("=Ii", LINUX_CAPABILITY_VERSION_3, 0), 8)
+        self._cap_data = ctypes.create_string_buffer(bytes(24), 24)  # two empty {effective, permitted, inheritable}
+
+    def apply(self, parent_pid: int, notify: socket.socket | None = None) -> None:
+        """Restrict the calling (child) process; raises OSError, and the caller must not exec then."""
+        if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent_pid:
+            raise OSError(EPERM, "the parent is gone")
+        if self.as_root:
+            for cap in range(64):
+                _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last cap: ignored
+            _libc.prctl(PR_SET_SECUREBITS, SECURE_NOROOT_ALL, 0, 0, 0)
+            if _libc.syscall(self.capset_nr, self._cap_header, self._cap_data) != 0:
+                raise OSError(ctypes.get_errno(), "capset")
+        enter_domain(self.ruleset_fd)
+        supervised = self._programs[0]
+        listener = -1
+        if notify is not None and supervised is not None:
+            listener = _libc.syscall(
+                self.seccomp_nr, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ctypes.byref(supervised[1])
+            )
+        if listener >= 0:
+            try:
+                socket.send_fds(notify, [b"L"], [listener])  # type: ignore[arg-type]
+            finally:
+                os.close(listener)
+        else:  # no supervisor, or a listener already exists up the chain (EBUSY): connect() is refused
+            plain = self._programs[1]
+            assert plain is not None
+            if _libc.syscall(self.seccomp_nr, SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(plain[1])) != 0:
+                raise OSError(ctypes.get_errno(), "seccomp")
+        mark_fds_cloexec()
+
+
+def mark_fds_cloexec() -> None:
+    """Every fd above stderr closes at exec (marked, not closed: subprocess still needs its error pipe)."""
+    if _libc.syscall(SYS_CLOSE_RANGE, 3, ctypes.c_uint(0xFFFFFFFF), CLOSE_RANGE_CLOEXEC) == 0:
+        return
+    for name in os.listdir("/proc/self/fd"):  # before Linux 5.11
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):
+                os.set_inheritable(fd, False)

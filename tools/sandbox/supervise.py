@@ -1,0 +1,245 @@
+"""The connect() supervisor of the landlock backend: unix sockets reach only the workspace and the private tmp.
+
+Landlock (up to ABI 7) does not mediate connect() to a pathname unix socket, and seccomp cannot read
+the address a pointer points to. So the seccomp filter hands every connect() of a sandboxed command to
+this supervisor (SECCOMP_RET_USER_NOTIF), which runs in the spawner, outside the sandbox, and does the
+connect itself instead of letting the kernel re-run it (a `continue` would re-read memory the command
+can change after the check):
+
+1. copy the address out of the command's memory once (/proc/TID/mem);
+2. take the command's socket itself (pidfd_getfd): the same open file, whatever fd number it has later;
+3. a unix path is opened O_PATH, relative to the command's own cwd; the inode must be a socket whose
+   path (the kernel's, from /proc/self/fd) lies in an allowed root; then connect through
+   /proc/self/fd/N, which names that very inode, so no rename or symlink swap can redirect it;
+4. abstract names are refused (the command's Landlock scope would be bypassed by our connect);
+   inet addresses connect only when the network is allowed;
+5. the result goes back as the syscall's return value.
+
+Blocking semantics are kept without blocking the spawner: the connect runs non-blocking and a pending
+inet connect, or a full unix backlog, is finished later from the spawner's poll loop.
+Standard library only (the spawner runs as `python -I -S` and loads this file by path).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import select
+import stat
+import struct
+import time
+from dataclasses import dataclass
+
+NOTIF_RECV, NOTIF_SEND, NOTIF_ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
+SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 434, 438
+PIDFD_THREAD = os.O_EXCL
+AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
+SOL_SOCKET, SO_DOMAIN, SO_ERROR = 1, 39, 4
+RETRY_S = 0.02
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+
+
+@dataclass
+class Pending:
+    """A connect() still in progress: an inet handshake, or a unix listener whose backlog was full."""
+
+    listener: int
+    nid: int
+    copy: int  # the command's socket (the same open file)
+    address: bytes
+    target: int = -1  # a unix path: the socket inode, held open (O_PATH) until the connect is done
+    retry_at: float | None = None  # unix: when to try again; None: inet, waiting for POLLOUT
+
+
+class Supervisor:
+    """Answers the connect() notifications of every command the spawner started."""
+
+    def __init__(self, poller: select.poll, roots: list[str], network: bool) -> None:
+        self.poller = poller
+        self.roots = [os.path.realpath(r) for r in roots]
+        self.network = network
+        self.listeners: set[int] = set()
+        self.pending: dict[int, Pending] = {}  # by our copy of the socket
+
+    def add(self, listener: int) -> None:
+        self.listeners.add(listener)
+        self.poller.register(listener, select.POLLIN)
+
+    def owns(self, fd: int) -> bool:
+        return fd in self.listeners or fd in self.pending
+
+    def handle(self, fd: int, events: int) -> None:
+        if fd in self.pending:
+            self._finish(self.pending[fd])
+        elif events & select.POLLIN:
+            self._receive(fd)
+        elif events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):  # no process uses the filter now
+            self.listeners.discard(fd)
+            self.poller.unregister(fd)
+            os.close(fd)
+
+    def timeout_ms(self) -> int:
+        """How long the poll loop may sleep: unix retries and checks on waiting commands need a tick."""
+        return -1 if not self.pending else int(RETRY_S * 1000)
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        for pending in list(self.pending.values()):
+            if not _id_valid(pending.listener, pending.nid):  # the command was killed or interrupted
+                self._drop(pending)
+            elif pending.retry_at is not None and now >= pending.retry_at:
+                self._finish(pending)
+
+    def _receive(self, listener: int) -> None:
+        notif = ctypes.create_string_buffer(80)
+        if _libc.ioctl(listener, NOTIF_RECV, notif) != 0:
+            return  # withdrawn (a signal) or the command is gone
+        nid, tid = struct.unpack_from("=QI", notif, 0)
+        fd_arg, addr_ptr, addr_len = struct.unpack_from("=3Q", notif, 32)
+        try:
+            copy, address = self._fetch(listener, nid, tid, ctypes.c_int32(fd_arg & 0xFFFFFFFF).value, addr_ptr,
+                                        addr_len & 0xFFFFFFFF)  # fmt: skip
+        except OSError as exc:
+            _respond(listener, nid, exc.errno or errno.EPERM)
+            return
+        pending = Pending(listener, nid, copy, address)
+        try:
+            err = self._check(tid, pending)
+        except OSError as exc:
+            err = exc.errno or errno.EACCES
+        if err:
+            self._done(pending, err)
+        else:
+            self._start(pending)
+
+    def _fetch(self, listener: int, nid: int, tid: int, fd: int, ptr: int, length: int) -> tuple[int, bytes]:
+        if not 2 <= length <= 128:
+            raise OSError(errno.EINVAL, "address length")
+        try:
+            pidfd = _pidfd_open(tid, PIDFD_THREAD)
+        except OSError:
+            pidfd = _pidfd_open(_tgid(tid), 0)  # before Linux 6.9: the thread group's fd table
+        try:
+            mem = os.open(f"/proc/{tid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if not _id_valid(listener, nid):  # the tid is still the command that asked
+                    raise OSError(errno.ESRCH, "gone")
+                address = os.pread(mem, length, ptr)
+            finally:
+                os.close(mem)
+            copy = _libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
+            if copy < 0:
+                raise OSError(ctypes.get_errno(), "pidfd_getfd")
+            return int(copy), address
+        finally:
+            os.close(pidfd)
+
+    def _check(self, tid: int, pending: Pending) -> int:
+        """0 when the connect may go ahead (pending.address is then what to connect to), else the errno."""
+        domain = struct.unpack("=i", _getsockopt(pending.copy, SO_DOMAIN))[0]
+        if domain in (AF_INET, AF_INET6):
+            return 0 if self.network else errno.EACCES
+        if domain != AF_UNIX:
+            return 0  # netlink: no path, nothing outside to reach
+        address = pending.address
+        if struct.unpack_from("=H", address)[0] != AF_UNIX:
+            return errno.EINVAL
+        path = address[2:].split(b"\0", 1)[0] if address[2:3] != b"\0" else b""
+        if not path:
+            return errno.EACCES  # abstract or unnamed: refused (our connect would leave the Landlock scope)
+        cwd = os.open(f"/proc/{tid}/cwd", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            pending.target = os.open(path, os.O_PATH | os.O_CLOEXEC, dir_fd=cwd)
+        finally:
+            os.close(cwd)
+        if not stat.S_ISSOCK(os.fstat(pending.target).st_mode):
+            return errno.ECONNREFUSED
+        real = os.readlink(f"/proc/self/fd/{pending.target}")
+        if not any(real == root or real.startswith(root + "/") for root in self.roots):
+            return errno.EACCES
+        # /proc/self/fd/N names this very inode: no rename or symlink swap can redirect the connect.
+        pending.address = struct.pack("=H", AF_UNIX) + f"/proc/self/fd/{pending.target}".encode() + b"\0"
+        return 0
+
+    def _start(self, pending: Pending) -> None:
+        flags = fcntl.fcntl(pending.copy, fcntl.F_GETFL)
+        blocking = not flags & os.O_NONBLOCK
+        if blocking:
+            fcntl.fcntl(pending.copy, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        buf = ctypes.create_string_buffer(pending.address, len(pending.address))
+        err = 0 if _libc.connect(pending.copy, buf, len(pending.address)) == 0 else ctypes.get_errno()
+        if blocking:
+            fcntl.fcntl(pending.copy, fcntl.F_SETFL, flags)
+        if blocking and err == errno.EINPROGRESS:
+            pending.retry_at = None
+            self.pending[pending.copy] = pending
+            self.poller.register(pending.copy, select.POLLOUT)
+        elif blocking and err == errno.EAGAIN:  # a unix listener's backlog is full: a blocking connect waits
+            pending.retry_at = time.monotonic() + RETRY_S
+            self.pending[pending.copy] = pending
+        else:
+            self._done(pending, err)
+
+    def _finish(self, pending: Pending) -> None:
+        if pending.retry_at is not None:
+            del self.pending[pending.copy]
+            self._start(pending)
+            return
+        err = struct.unpack("=i", _getsockopt(pending.copy, SO_ERROR))[0]
+        self.poller.unregister(pending.copy)
+        del self.pending[pending.copy]
+        self._done(pending, err)
+
+    def _done(self, pending: Pending, err: int) -> None:
+        _respond(pending.listener, pending.nid, err)
+        self._close(pending)
+
+    def _drop(self, pending: Pending) -> None:
+        if pending.retry_at is None:
+            self.poller.unregister(pending.copy)
+        del self.pending[pending.copy]
+        self._close(pending)
+
+    @staticmethod
+    def _close(pending: Pending) -> None:
+        if pending.target >= 0:
+            os.close(pending.target)
+        os.close(pending.copy)
+
+
+def _respond(listener: int, nid: int, err: int) -> None:
+    resp = ctypes.create_string_buffer(struct.pack("=QqiI", nid, 0, -err, 0), 24)
+    _libc.ioctl(listener, NOTIF_SEND, resp)  # ENOENT: the command stopped waiting; nothing to do
+
+
+def _id_valid(listener: int, nid: int) -> bool:
+    buf = ctypes.c_uint64(nid)
+    return _libc.ioctl(listener, NOTIF_ID_VALID, ctypes.byref(buf)) == 0
+
+
+def _pidfd_open(pid: int, flags: int) -> int:
+    fd = _libc.syscall(SYS_PIDFD_OPEN, pid, flags)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "pidfd_open")
+    return int(fd)
+
+
+def _tgid(tid: int) -> int:
+    with open(f"/proc/{tid}/status", "rb") as fh:
+        for line in fh:
+            if line.startswith(b"Tgid:"):
+                return int(line.split()[1])
+    raise OSError(errno.ESRCH, "no such task")
+
+
+def _getsockopt(fd: int, option: int) -> bytes:
+    value = ctypes.c_int(0)
+    size = ctypes.c_uint32(4)
+    if _libc.getsockopt(fd, SOL_SOCKET, option, ctypes.byref(value), ctypes.byref(size)) != 0:
+        raise OSError(ctypes.get_errno(), "getsockopt")
+    return struct.pack("=i", value.value)

@@ -46,6 +46,7 @@ class PackState:
     text: str = ""
     tokens_total: int = 0
     collapse: bool = False  # a big repository: folders with nothing packed are one line in the listing
+    boundary: str = ""  # the markers' boundary (kimi_cli.context.pack_markup), kept while no text contains it
 
 
 def state_path(root: Path, task: str, budget: int, factor: float) -> Path:

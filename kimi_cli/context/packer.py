@@ -10,6 +10,8 @@ from typing import Any, Literal
 from kimi_cli.context.analysis import Analyzer, Outline, keys_for
 from kimi_cli.context.enumerate import DEFAULT_MAX_BYTES, FileRecord, list_paths, read_record
 from kimi_cli.context.pack_cache import PackState, fingerprint, load_state, save_state, state_path
+from kimi_cli.context.pack_markup import BOUNDARY_TOKENS, block, boundary_for, close_repository, open_repository
+from kimi_cli.context.pack_markup import tree_name as _name
 from kimi_cli.context.rank import rank_files
 from kimi_cli.context.tags import skeleton
 from kimi_cli.context.tokens import TokenCounter
@@ -18,8 +20,8 @@ Mode = Literal["full", "outline", "listed", "skipped"]
 
 
 def overhead(path: str) -> int:
-    """Tokens for a block's header and footer around the text: `<file path="...">` ... `</file>`."""
-    return 8 + (len(path) + 1) // 2
+    """Tokens for a block's header and footer around the text: `<file-B path="...">` ... `</file-B>`."""
+    return 8 + BOUNDARY_TOKENS + (len(path) + 1) // 2
 
 
 OUTLINE_SHARE = 0.12  # of the budget kept for outlines when not everything fits
@@ -263,17 +265,21 @@ class RepoPacker:
         modes: dict[str, Mode] = {p: m for p, m in state.modes.items()}  # type: ignore[misc]
         full = [p for p in state.order if modes.get(p) == "full"]
         outlined = [p for p in state.order if modes.get(p) == "outline"]
-        parts = [f'<repository name="{self.root.name}" files="{len(records)}">']
+        tree = render_tree(records, modes, collapse=state.collapse)
+        skeletons = {p: skeleton(outlines[p].defs) for p in outlined}
+        # Markers carry a boundary that none of the shown texts contains (kimi_cli.context.pack_markup).
+        shown = [self.root.name, tree, *full, *outlined, *(texts[p] for p in full), *skeletons.values()]
+        state.boundary = bnd = boundary_for(shown, state.boundary)
+        parts = [open_repository(bnd, self.root.name, len(records))]
         if full:
             parts.append(FULL_HEADING)
-            parts += [f'<file path="{p}">\n{texts[p]}\n</file>' for p in full]
+            parts += [block("file", bnd, p, texts[p]) for p in full]
         if outlined:
             parts.append(OUTLINE_HEADING)
-            parts += [f'<outline path="{p}">\n{skeleton(outlines[p].defs)}\n</outline>' for p in outlined]
-        tree = render_tree(records, modes, collapse=state.collapse)
+            parts += [block("outline", bnd, p, skeletons[p]) for p in outlined]
         if state.collapse:
             state.tree_tokens = self.counter.count(tree)
-        parts += [TREE_HEADING, tree, "</repository>"]
+        parts += [TREE_HEADING, tree, close_repository(bnd)]
         state.text = "\n".join(parts) + "\n"
         state.tokens_total = sum(state.costs[p] for p in modes) + state.tree_tokens + 64
         entries: list[dict[str, Any]] = []
@@ -339,13 +345,13 @@ def _full_tree(records: list[FileRecord], modes: dict[str, Mode], placeholder: b
             folder = "/".join(parts[: depth + 1])
             if folder not in shown_dirs:
                 shown_dirs.add(folder)
-                lines.append(f"{'  ' * depth}{parts[depth]}/")
+                lines.append(f"{'  ' * depth}{_name(parts[depth])}/")
         indent = "  " * (len(parts) - 1)
         if rec.text is None:
-            lines.append(f"{indent}{parts[-1]} S ({rec.reason}, {rec.size} B)")
+            lines.append(f"{indent}{_name(parts[-1])} S ({rec.reason}, {rec.size} B)")
         else:
             mark = "F" if placeholder else {"full": "F", "outline": "O"}.get(modes.get(rec.path, "listed"), "L")
-            lines.append(f"{indent}{parts[-1]} {mark}")
+            lines.append(f"{indent}{_name(parts[-1])} {mark}")
     return "\n".join(lines)
 
 
@@ -369,20 +375,20 @@ def _collapsed_tree(records: list[FileRecord], modes: dict[str, Mode]) -> str:
             if folder not in shown:
                 shown.add(folder)
                 if folder in packed_dirs:
-                    lines.append(f"{'  ' * depth}{parts[depth]}/")
+                    lines.append(f"{'  ' * depth}{_name(parts[depth])}/")
                 else:
                     summary = _summary(totals.get(folder, []))
-                    lines.append(f"{'  ' * depth}{parts[depth]}/ ... {summary} (nothing packed; list it to see)")
+                    lines.append(f"{'  ' * depth}{_name(parts[depth])}/ ... {summary} (nothing packed; list it to see)")
             if folder not in packed_dirs:
                 visible = False
                 break
         if visible:
             indent = "  " * (len(parts) - 1)
             if rec.text is None:
-                lines.append(f"{indent}{parts[-1]} S ({rec.reason}, {rec.size} B)")
+                lines.append(f"{indent}{_name(parts[-1])} S ({rec.reason}, {rec.size} B)")
             else:
                 mark = {"full": "F", "outline": "O"}.get(modes.get(rec.path, "listed"), "L")
-                lines.append(f"{indent}{parts[-1]} {mark}")
+                lines.append(f"{indent}{_name(parts[-1])} {mark}")
     return "\n".join(lines)
 
 

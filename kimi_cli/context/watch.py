@@ -70,6 +70,8 @@ class PackWatcher:
         if old is None:
             return f"changed: {path}"
         if len(new) <= SMALL_FILE_CHARS:
-            return f'changed: {path}, now:\n<file path="{path}">\n{new}\n</file>'
+            from kimi_cli.context.pack_markup import block, boundary_for  # markers a file cannot forge
+
+            return f"changed: {path}, now:\n" + block("file", boundary_for([path, new]), path, new)
         diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"))
         return f"changed: {path}:\n{diff[: NOTE_CAP // 2]}"

@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted_server import ScriptedModelServer
+from support import in_ci, require, wait_until  # noqa: F401  (the suite's helpers, importable from conftest)
 
 TEST_KEY = "sk-test-SECRET-0123456789abcdef"
 

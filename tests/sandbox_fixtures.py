@@ -85,8 +85,9 @@ def make_rig(tmp_path: Path, backend: str, network: bool = False) -> tuple[Rig, 
         sandbox = LandlockSandbox(policy, 30_000)
     else:
         ok, why = docker_ready()
-        if not ok:
-            pytest.skip(f"docker backend not tested: {why}")
+        from conftest import require
+
+        require("docker", ok, f"the docker backend is not tested: {why}")
         from docker_image import IMAGE
 
         sandbox = DockerSandbox(policy, 30_000, IMAGE, "512m", 256, session="test")

@@ -14,7 +14,7 @@ import acp
 import pytest
 from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
-from conftest import TEST_KEY, kimi_executable, tool_call
+from conftest import TEST_KEY, kimi_executable, require, tool_call
 from scripted_server import ScriptedModelServer
 
 
@@ -187,8 +187,10 @@ def test_the_official_typescript_client_drives_a_session(repo: Path, env: dict, 
     root = Path(__file__).resolve().parent.parent
     sdk = root / ".ci" / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
     node = shutil.which("node")
-    if node is None or not sdk.is_dir():
-        pytest.fail("node and @agentclientprotocol/sdk are needed; .ci/run installs the SDK into .ci/node")
+    require(
+        "node and @agentclientprotocol/sdk", node is not None and sdk.is_dir(), ".ci/run installs the SDK into .ci/node"
+    )
+    assert node is not None
     edit = {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}
     server.add(
         {"tool_calls": [tool_call("StrReplaceFile", edit, "e1")]},

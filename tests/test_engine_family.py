@@ -11,7 +11,15 @@ from kimi_cli.engine.family import detect_family
 from kimi_cli.engine.spec import spec_from_config
 from kimi_cli.engine.vllm_args import ServeOptions, vllm_argv
 
-from conftest import run_kimi
+from conftest import require, run_kimi
+
+
+def require_vllm() -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec("vllm") is not None
+    require("vllm", found, "the `engine` extra (pip install -e '.[engine]'), 9 GB; .ci/run lists it in KIMI_CI_WITHOUT")
+
 
 K3_CONFIG = {
     "architectures": ["KimiK3ForConditionalGeneration"],
@@ -89,9 +97,7 @@ def test_serve_dry_run_on_k3_weights_builds_the_native_command(tmp_path: Path, r
 
 
 def test_vllm_0_33_own_parser_accepts_our_argv() -> None:
-    pytest.importorskip(
-        "vllm", reason="vllm is the `engine` extra (pip install -e '.[engine]'); CI does not install it"
-    )
+    require_vllm()
     from vllm.platforms import current_platform
 
     current_platform.device_type = "cpu"  # vLLM's parser needs a device type; this machine has no GPU
@@ -105,9 +111,7 @@ def test_vllm_0_33_own_parser_accepts_our_argv() -> None:
 
 
 def test_vllm_0_33_kimi_k3_parser_turns_a_k3_completion_into_our_tool_call() -> None:
-    pytest.importorskip(
-        "vllm", reason="vllm is the `engine` extra (pip install -e '.[engine]'); CI does not install it"
-    )
+    require_vllm()
     from vllm.tool_parsers.kimi_k3_tool_parser import KimiK3ToolParser
 
     class ThreeTokens:

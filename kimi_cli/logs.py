@@ -48,7 +48,10 @@ def setup_logging(verbose: bool, to_stderr: bool = True) -> Path | None:
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     path = log_dir() / f"kimi-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from kimi_cli.paths import make_private_dir, open_private
+
+        make_private_dir(path.parent)
+        open_private(path).close()  # created 0600 before the handler appends to it
         handlers: list[logging.Handler] = [logging.FileHandler(path, encoding="utf-8")]
     except OSError:
         handlers, path = [], None  # type: ignore[assignment]

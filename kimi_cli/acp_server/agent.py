@@ -10,12 +10,12 @@ import asyncio
 import base64
 import contextlib
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from kimi_cli import __version__
 from kimi_cli.acp_server.approver import MODES, make_approver, set_mode
+from kimi_cli.acp_server.client_mcp import client_mcp_config
 from kimi_cli.acp_server.updates import EditTexts, to_updates
 from kimi_cli.agent.events import Event
 from kimi_cli.errors import ExitCode, KimiError
@@ -60,11 +60,13 @@ class AcpSession:
 
 
 class EditorFs:
-    """ReadFile, WriteFile and StrReplaceFile through the editor: unsaved buffers are seen, edits land there."""
+    """ReadFile, WriteFile and StrReplaceFile through the editor: unsaved buffers are seen, edits land there.
+    Writes into .git/ or .kimi/ are refused (kimi_cli.acp_server.fs_guard)."""
 
-    def __init__(self, conn: Any, session_id: str) -> None:
+    def __init__(self, conn: Any, session_id: str, root: Path) -> None:
         self.conn = conn
         self.session_id = session_id
+        self.root = root
 
     async def read(self, path: Path) -> str | None:
         try:
@@ -75,6 +77,9 @@ class EditorFs:
         return str(response.content)
 
     async def write(self, path: Path, text: str) -> None:
+        from kimi_cli.acp_server.fs_guard import check_editor_write
+
+        check_editor_write(self.root, path)
         await self.conn.write_text_file(session_id=self.session_id, path=str(path), content=text)
 
 
@@ -115,21 +120,22 @@ class KimiAcpAgent:
         from kimi_cli.runtime import Runtime, SessionChoice
 
         flags = dict(self.flags)
-        config_file = _mcp_file(mcp_servers)
-        if config_file:
-            flags["mcp_config"] = [config_file]
         choice = SessionChoice("editor", resume_id=resume_id)
-        runtime = await asyncio.to_thread(Runtime.build, Path(cwd).resolve(), flags, choice)
+        with client_mcp_config(mcp_servers) as config_file:  # in memory, read once, never left on disk
+            if config_file:
+                flags["mcp_config"] = [config_file]
+            runtime = await asyncio.to_thread(Runtime.build, Path(cwd).resolve(), flags, choice)
         holder: dict[str, AcpSession] = {}
-        approver = make_approver(self.conn, runtime.session.id, runtime.config.approval.policy,
-                                 runtime.config.approval.allow, runtime.config.approval.deny)  # fmt: skip
+        cfg = runtime.config  # the terminal's policy: network included
+        approver = make_approver(self.conn, runtime.session.id, cfg.approval.policy, cfg.approval.allow,
+                                 cfg.approval.deny, network=cfg.sandbox.allow_network)  # fmt: skip
         agent, _provider = await asyncio.to_thread(
             runtime.make_agent, lambda e: holder["s"].emit(e) if "s" in holder else None, approver
         )
         session = AcpSession(runtime, agent, approver, self.conn)
         holder["s"] = session
         if self.editor_fs:
-            agent.ctx.services["editor_files"] = EditorFs(self.conn, session.id)
+            agent.ctx.services["editor_files"] = EditorFs(self.conn, session.id, runtime.workdir)
         self.sessions[session.id] = session
         return session
 
@@ -258,25 +264,6 @@ def _replay(message: dict[str, Any]) -> list[Any]:
             fn = call.get("function", {})
             out.append(acp.start_tool_call(call["id"], fn.get("name", "tool"), status="completed"))
     return out
-
-
-def _mcp_file(servers: Any) -> str | None:
-    """ACP's mcpServers as our mcpServers JSON, in a temporary file the session's config reads."""
-    if not servers:
-        return None
-    converted: dict[str, Any] = {}
-    for server in servers:
-        data = server.model_dump() if hasattr(server, "model_dump") else dict(server)
-        name = data.get("name") or f"server{len(converted)}"
-        if data.get("command"):
-            env = {e["name"]: e["value"] for e in data.get("env") or []}
-            converted[name] = {"command": data["command"], "args": data.get("args") or [], "env": env}
-        elif data.get("url"):
-            headers = {h["name"]: h["value"] for h in data.get("headers") or []}
-            converted[name] = {"url": data["url"], "headers": headers, "type": data.get("type") or "http"}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="kimi-acp-mcp-", delete=False) as handle:
-        json.dump({"mcpServers": converted}, handle)
-    return handle.name
 
 
 def _invalid(message: str) -> Exception:

@@ -20,26 +20,32 @@ class AcpAsk:
     async def __call__(self, command: str, prefix: str) -> str:
         from acp.schema import PermissionOption, ToolCallUpdate
 
+        from kimi_cli.ui.sanitize import visible
+
         self.count += 1
-        options = [
-            PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
-            PermissionOption(option_id="allow_always", name=f"Always allow `{prefix}`", kind="allow_always"),
-            PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
-        ]
-        call = ToolCallUpdate(tool_call_id=f"permission-{self.count}", title=command[:200], kind="execute",
-                              status="pending", raw_input={"command": command})  # fmt: skip
+        options = [PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once")]
+        if prefix:  # "" : not one plain command (or it holds control characters): no `always` for it
+            options.append(PermissionOption(option_id="allow_always", name=f"Always allow `{visible(prefix)}`",
+                                            kind="allow_always"))  # fmt: skip
+        options.append(PermissionOption(option_id="reject", name="Reject", kind="reject_once"))
+        # The title shows control characters written out; raw_input keeps the exact bytes that would run.
+        call = ToolCallUpdate(tool_call_id=f"permission-{self.count}", title=visible(command, one_line=True)[:200],
+                              kind="execute", status="pending", raw_input={"command": command})  # fmt: skip
         response = await self.conn.request_permission(session_id=self.session_id, tool_call=call, options=options)
         outcome = response.outcome
         chosen = getattr(outcome, "option_id", None)
         if chosen == "allow_once":
             return "yes"
-        if chosen == "allow_always":
+        if chosen == "allow_always" and prefix:
             return "always"
         return "no:rejected in the editor"
 
 
-def make_approver(conn: Any, session_id: str, policy: str, allow: list[str], deny: list[str]) -> InteractiveApprover:
-    return InteractiveApprover(policy, ApprovalRules(list(allow), list(deny)), AcpAsk(conn, session_id), False)
+def make_approver(
+    conn: Any, session_id: str, policy: str, allow: list[str], deny: list[str], network: bool = False
+) -> InteractiveApprover:
+    """The terminal's approver with the editor as the one who answers: same rules, same network policy."""
+    return InteractiveApprover(policy, ApprovalRules(list(allow), list(deny)), AcpAsk(conn, session_id), network)
 
 
 def set_mode(approver: InteractiveApprover, mode: str) -> None:

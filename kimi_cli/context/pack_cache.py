@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -63,10 +64,7 @@ def load_state(path: Path) -> PackState | None:
 
 
 def save_state(path: Path, state: PackState) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(vars(state)))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    from kimi_cli.paths import write_private  # the pack holds the user's code: 0600 in a 0700 folder
+
+    with contextlib.suppress(OSError):
+        write_private(path, json.dumps(vars(state)))

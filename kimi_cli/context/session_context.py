@@ -106,7 +106,9 @@ class SessionContext:
     def save_baseline(self, session_dir: Path) -> None:
         if self.watcher is not None:
             with contextlib.suppress(OSError):
-                (session_dir / BASELINE_FILE).write_text(json.dumps(self.watcher.baseline))
+                from kimi_cli.paths import write_private  # session files are 0600
+
+                write_private(session_dir / BASELINE_FILE, json.dumps(self.watcher.baseline))
 
     def after_tools(self, own_paths: list[str], unknown_changes: bool) -> str:
         """After a step: files the agent wrote by name are acknowledged (the model saw its own edit); when a

@@ -11,7 +11,7 @@ import contextlib
 import os
 import threading
 from pathlib import Path
-from typing import IO
+from typing import TextIO
 
 from kimi_cli.paths import PRIVATE_FILE, make_private_dir
 
@@ -28,7 +28,7 @@ class CappedLog:
         make_private_dir(path.parent)
         read_fd, write_fd = os.pipe()
         os.set_inheritable(read_fd, False)
-        self.writer: IO[str] = os.fdopen(write_fd, "w")
+        self.writer: TextIO = os.fdopen(write_fd, "w")
         self._thread = threading.Thread(target=self._copy, args=(read_fd,), name=f"kimi-{path.stem}", daemon=True)
         self._thread.start()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from pathlib import Path
@@ -72,7 +71,9 @@ def print_stats(pack: Pack, show_all: bool) -> None:
     from rich.table import Table
 
     console = Console()
-    summary = Table(title=f"kimi pack: {pack.root}", show_lines=False)
+    from kimi_cli.ui.sanitize import visible_text  # file names are untrusted: shown, never obeyed
+
+    summary = Table(title=visible_text(f"kimi pack: {pack.root}", one_line=True), show_lines=False)
     for col in ("", "files", "tokens in pack"):
         summary.add_column(col, justify="right" if col else "left")
     labels = {"full": "in full", "outline": "outline only", "listed": "listed by path", "skipped": "skipped"}
@@ -90,7 +91,7 @@ def print_stats(pack: Pack, show_all: bool) -> None:
         if entry.mode == "listed" and not show_all:
             continue
         tokens = f"{entry.tokens:,}" if entry.mode in ("full", "outline") else f"{entry.size:,} B"
-        detail.add_row(entry.path, entry.mode, tokens, entry.reason)
+        detail.add_row(visible_text(entry.path, one_line=True), entry.mode, tokens, visible_text(entry.reason))
     console.print(detail)
     listed = len(pack.by_mode("listed"))
     if listed and not show_all:
@@ -145,10 +146,16 @@ def run_pack(root: Path, task: str, budget: int, fmt: str, output: Path | None, 
     if fmt == "stats":
         print_stats(pack, show_all)
         return 0
-    body = pack.text if fmt == "text" else json.dumps(pack_json(pack), ensure_ascii=False) + "\n"
+    from kimi_cli.jsonsafe import dumps
+
+    body = pack.text if fmt == "text" else dumps(pack_json(pack)) + "\n"
     if output is not None:
         output.write_text(body, encoding="utf-8")
         sys.stderr.write(f"wrote {output} ({pack.tokens:,} tokens, {len(pack.entries)} files)\n")
     else:
+        if sys.stdout.isatty():  # a terminal shows the files' escapes, never obeys them; a pipe gets exact text
+            from kimi_cli.ui.sanitize import visible
+
+            body = visible(body)
         sys.stdout.write(body)
     return 0

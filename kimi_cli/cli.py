@@ -318,6 +318,14 @@ def pack_command(ctx: typer.Context) -> None:
     raise typer.Exit(cli_main(list(ctx.args)))
 
 
+@app.command("prompt", context_settings=PASSTHROUGH)
+def prompt_command(ctx: typer.Context) -> None:
+    """Print what the model is told first: system message and tools (kimi prompt --help for options)."""
+    from kimi_cli.commands.prompt import cli_main
+
+    raise typer.Exit(cli_main(list(ctx.args)))
+
+
 @app.command("undo", context_settings=PASSTHROUGH)
 def undo_command(ctx: typer.Context) -> None:
     """Restore files as they were N agent steps ago (kimi undo --help for options)."""

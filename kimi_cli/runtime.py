@@ -90,7 +90,9 @@ class Runtime:
 
         info = lookup(endpoint.model, endpoint.provider, _overrides(config))
         window, window_source = resolve_context_length(endpoint, config.context_length, info)
-        prefix = PrefixBuilder(workdir)
+        from kimi_cli.agent.prompt import session_environment
+
+        prefix = PrefixBuilder(workdir, environment=session_environment(workdir, config, endpoint.model, window))
         context = SessionContext(
             workdir,
             prefix.message,

@@ -32,6 +32,7 @@ class ToolFacts:
     paths: tuple[str, ...] | None = None  # the files written, as the arguments name them; None: unknown
     commands: bool = False  # starts or stops processes (a command, a background task, a subagent that may)
     network: bool = False  # reaches beyond this machine
+    read_paths: tuple[str, ...] = ()  # the files or folders a read names (nested AGENTS.md are offered for them)
 
     @property
     def read_only(self) -> bool:
@@ -46,6 +47,10 @@ class ToolFacts:
     def writing(self, *paths: str) -> ToolFacts:
         """These facts for a call that writes exactly `paths`."""
         return ToolFacts(self.reads, True, tuple(paths), self.commands, self.network)
+
+    def reading(self, *paths: str) -> ToolFacts:
+        """These facts for a call that reads exactly `paths` (empty names are left out)."""
+        return ToolFacts(self.reads, self.writes, self.paths, self.commands, self.network, tuple(p for p in paths if p))
 
     @staticmethod
     def union(many: Iterable[ToolFacts]) -> ToolFacts:

@@ -21,16 +21,16 @@ class GitParams(BaseModel):
     command: Literal["status", "diff", "log", "show", "add", "commit", "branch", "switch", "restore"] = Field(
         description="The git operation."
     )
-    paths: list[str] | None = Field(None, description="Files (relative to the workspace) for add, diff, restore.")
-    rev: str | None = Field(None, description="A commit, branch or tag: for show, log, diff (compare to it).")
-    staged: bool = Field(False, description="diff: show staged changes; restore: unstage instead.")
-    all: bool = Field(False, description="add: stage every change, new files included.")
-    message: str | None = Field(None, description="commit: the commit message.")
-    name: str | None = Field(None, description="branch: new branch name; switch: branch to switch to.")
-    create: bool = Field(False, description="switch: create the branch first.")
-    delete: bool = Field(False, description="branch: delete the (merged, non-current) branch `name`.")
+    paths: list[str] | None = Field(None, description="add, diff, restore: these files.")
+    rev: str | None = Field(None, description="show, log, diff: a commit, branch or tag.")
+    staged: bool = Field(False, description="diff: staged changes; restore: unstage.")
+    all: bool = Field(False, description="add: every change, new files too.")
+    message: str | None = Field(None, description="commit: the message.")
+    name: str | None = Field(None, description="branch: new name; switch: target.")
+    create: bool = Field(False, description="switch: create it first.")
+    delete: bool = Field(False, description="branch: delete `name` (merged, not current).")
     max_count: int = Field(20, ge=1, le=500, description="log: how many commits.")
-    force: bool = Field(False, description="Always refused: forced operations can lose work.")
+    force: bool = Field(False, description="Always refused.")
 
 
 class GitIdentity(BaseModel):
@@ -43,9 +43,11 @@ class GitIdentity(BaseModel):
 class Git(Tool[GitParams]):
     name = "Git"
     description = (
-        "Structured git for the workspace repository: status, diff (capped, with a summary), log (one line "
-        "per commit), show, add, commit, branch, switch, restore. Never pushes. Forced and destructive "
-        "operations are refused. Prefer this over running git in the Shell (the sandbox keeps .git read-only)."
+        "Git for the workspace repository, run outside the sandbox (use it, not git in Shell): status, diff "
+        "(capped, with a stat), log, show, add, commit, branch, switch, restore. Start with status: uncommitted "
+        "work you did not make is the user's. Commit only when the user asks. Never pushes; forced operations "
+        "are refused; restore and switch can discard uncommitted changes, so ask first unless they are yours. "
+        'Example: {"command": "diff", "paths": ["src/app.py"]}'
     )
     Params = GitParams
     changes_files = True

@@ -7,15 +7,15 @@ import fnmatch
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.files import list_files
 
 MAX_MATCHES = 1000
 
 
 class GlobParams(BaseModel):
-    pattern: str = Field(description="Glob such as `**/*.py` or `src/*.ts`; `**` spans folders.")
-    directory: str | None = Field(None, description="Folder to search in, relative to the workspace root.")
+    pattern: str = Field(description="Glob; `**` spans folders.")
+    directory: str | None = Field(None, description="Folder to search in (default: the workspace).")
 
 
 def glob_match(path: str, pattern: str) -> bool:
@@ -27,9 +27,16 @@ def glob_match(path: str, pattern: str) -> bool:
 
 class Glob(Tool[GlobParams]):
     name = "Glob"
-    description = "List files matching a glob pattern (sorted; ignored files left out)."
+    description = (
+        "Find files by path: the files matching a glob, sorted, at most 1000, ignored files left out. The pack's "
+        "tree already lists every path; to search contents use Grep. "
+        'Example: {"pattern": "**/test_*.py", "directory": "src"}'
+    )
     Params = GlobParams
     facts = READS
+
+    def facts_for(self, params: GlobParams) -> ToolFacts:
+        return READS.reading(params.directory or "")
 
     async def run(self, params: GlobParams, ctx: ToolContext) -> ToolResult:
         base = ctx.workspace.resolve(params.directory or ".")

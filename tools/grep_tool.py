@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.ripgrep import MAX_LINE_CHARS, find_rg, run_rg
 
@@ -13,14 +13,14 @@ OUTPUT_CAP = 50_000
 
 
 class GrepParams(BaseModel):
-    pattern: str = Field(description="Regular expression (ripgrep / Rust syntax, like PCRE without look-around).")
-    path: str | None = Field(None, description="File or folder to search, relative to the workspace.")
-    glob: str | None = Field(None, description="Only files whose path matches this glob, e.g. `**/*.py`.")
-    ignore_case: bool = Field(False, description="Case-insensitive match.")
-    context: int = Field(0, ge=0, le=20, description="Lines of context around each match.")
-    max_results: int = Field(200, ge=1, le=5000, description="Stop after this many output lines.")
-    hidden: bool = Field(False, description="Also search hidden files and folders (names starting with '.').")
-    no_ignore: bool = Field(False, description="Also search files that .gitignore / .kimiignore exclude.")
+    pattern: str = Field(description="Regular expression (Rust syntax: no look-around or backreferences).")
+    path: str | None = Field(None, description="File or folder (default: the workspace).")
+    glob: str | None = Field(None, description="Only paths matching this glob.")
+    ignore_case: bool = Field(False, description="Case-insensitive.")
+    context: int = Field(0, ge=0, le=20, description="Lines around each match.")
+    max_results: int = Field(200, ge=1, le=5000, description="Output lines at most.")
+    hidden: bool = Field(False, description="Search hidden (.name) files too.")
+    no_ignore: bool = Field(False, description="Search ignored files too.")
 
 
 def rg_argv(rg: str, params: GrepParams, target: str, kimiignore: bool, null: bool = False) -> list[str]:
@@ -49,11 +49,16 @@ def rg_argv(rg: str, params: GrepParams, target: str, kimiignore: bool, null: bo
 class Grep(Tool[GrepParams]):
     name = "Grep"
     description = (
-        "Search file contents with a regex (ripgrep). Output lines are `path:line:text`; context lines use "
-        "`-` and groups are separated by `--`. Ignored, hidden and binary files are skipped unless asked."
+        "Search file contents by regex with ripgrep: lines come back as `path:line:text`. For definitions, "
+        "callers, error messages; use it, not grep or rg in Shell. Ignored, hidden and binary files are skipped "
+        "unless asked; a search stops after 20 s. Several Greps in one answer run in parallel. "
+        'Example: {"pattern": "def parse_\\\\w+", "glob": "**/*.py", "context": 2}'
     )
     Params = GrepParams
     facts = READS
+
+    def facts_for(self, params: GrepParams) -> ToolFacts:
+        return READS.reading(params.path or "")
 
     def __init__(self, timeout: float = DEFAULT_TIMEOUT, confine: bool = True) -> None:
         self.timeout = timeout

@@ -65,12 +65,16 @@ def read_workspace_image(ctx: ToolContext, path: Path, shown: str) -> bytes:
 
 
 class ReadMediaFileParams(BaseModel):
-    path: str = Field(description="Image path (PNG, JPEG, WebP or GIF), relative to the workspace root.")
+    path: str = Field(description="Image path relative to the workspace.")
 
 
 class ReadMediaFile(Tool[ReadMediaFileParams]):
     name = "ReadMediaFile"
-    description = "Look at an image file in the workspace (PNG, JPEG, WebP, GIF); it is attached for you to see."
+    description = (
+        "Look at an image in the workspace (PNG, JPEG, WebP or GIF, up to 20 MiB): it is attached for you to "
+        "see. For screenshots, diagrams, rendered output; text files go through ReadFile. "
+        'Example: {"path": "docs/login.png"}'
+    )
     Params = ReadMediaFileParams
     facts = READS
 

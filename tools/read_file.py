@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.files import SNIFF_BYTES, looks_binary
 
 MAX_LINE_CHARS = 2000
@@ -20,9 +20,9 @@ CHUNK = 65536
 
 
 class ReadFileParams(BaseModel):
-    path: str = Field(description="File path, relative to the workspace root.")
-    line_offset: int = Field(1, ge=1, description="First line to read (1-based).")
-    n_lines: int = Field(1000, ge=1, le=5000, description="How many lines to read.")
+    path: str = Field(description="Path relative to the workspace.")
+    line_offset: int = Field(1, ge=1, description="First line (1-based).")
+    n_lines: int = Field(1000, ge=1, le=5000, description="How many lines.")
 
 
 def iter_lines(head: bytes, fh: BinaryIO) -> Iterator[bytes]:
@@ -57,12 +57,17 @@ def iter_lines(head: bytes, fh: BinaryIO) -> Iterator[bytes]:
 class ReadFile(Tool[ReadFileParams]):
     name = "ReadFile"
     description = (
-        "Read a text file from the workspace. Returns numbered lines (`line_no<TAB>text`). "
-        "Use line_offset and n_lines to page through long files. Binary files are refused; "
-        "use ReadMediaFile for images."
+        "Read a text file as numbered lines (`N<TAB>text`): 1000 lines from line_offset by default; lines over "
+        "2000 chars are cut. Files the pack holds in full are already in your context: read a range you need, "
+        "or the lines you will edit in a file you hold only in outline. Several ReadFile calls in one answer run "
+        "in parallel. Not for images (ReadMediaFile) or folders (Glob). "
+        'Example: {"path": "src/app.py", "line_offset": 120, "n_lines": 60}'
     )
     Params = ReadFileParams
     facts = READS
+
+    def facts_for(self, params: ReadFileParams) -> ToolFacts:
+        return READS.reading(params.path)
 
     async def run(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
         import asyncio

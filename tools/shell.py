@@ -18,21 +18,23 @@ class ShellApprover(Protocol):
 
 
 class ShellParams(BaseModel):
-    command: str = Field(description="A bash command line, run in the workspace root.")
-    timeout: int | None = Field(None, ge=1, le=600, description="Seconds before the command is killed (default 60).")
+    command: str = Field(description="A bash command line.")
+    timeout: int | None = Field(None, ge=1, le=600, description="Seconds before it is killed (default 60).")
     background: bool = Field(
-        False,
-        description="Start it and return at once (dev servers, watchers, long builds): the result is a task_id "
-        "for TaskOutput and TaskStop. You are told when it finishes.",
+        False, description="Return a task_id at once and run on; you are told when it ends (servers, long builds)."
     )
 
 
 class Shell(Tool[ShellParams]):
     name = "Shell"
     description = (
-        "Run a bash command in the workspace (sandboxed: only the workspace and /tmp are writable, the "
-        ".git folder is read-only, the network is off unless allowed). stdout and stderr come back together "
-        "with the exit code; long output keeps its head and tail. Use the Git tool for git operations."
+        "Run a bash command in the workspace root, in the sandbox the environment block describes (writes only "
+        "in the workspace and /tmp, .git read-only, usually no network). Returns the exit code and output (head "
+        "and tail past 30,000 chars). Timeout 60 s by default, 600 at most; for servers, watchers and longer "
+        "work use background: true. For builds, tests and running programs; not for what a tool does: ReadFile, "
+        "not cat/head/sed -n; Grep, not grep/rg; Glob, not find/ls -R; StrReplaceFile or WriteFile, not sed -i "
+        "or echo >; Git, not git. "
+        'Example: {"command": "python -m pytest -q tests/test_dates.py -k leap"}'
     )
     Params = ShellParams
     facts = ToolFacts(reads=True, writes=True, commands=True)  # the network only when the sandbox allows it

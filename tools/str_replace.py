@@ -16,15 +16,15 @@ MAX_EDIT_BYTES = 20 * 1024 * 1024  # larger files are refused rather than loaded
 
 
 class Edit(BaseModel):
-    old: str = Field(description="Exact text to find; include enough context to be unique.")
-    new: str = Field(description="Replacement text.")
-    replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one.")
+    old: str = Field(description="Exact current text, unique in the file.")
+    new: str = Field(description="Replacement.")
+    replace_all: bool = Field(False, description="Replace every match.")
 
 
 class StrReplaceParams(BaseModel):
-    path: str = Field(description="File path, relative to the workspace root.")
+    path: str = Field(description="Path relative to the workspace.")
     edit: Edit | None = Field(None, description="One edit.")
-    edits: list[Edit] | None = Field(None, description="Several edits, applied in order.")
+    edits: list[Edit] | None = Field(None, description="Several edits, in order.")
 
     @model_validator(mode="after")
     def _one_of(self) -> StrReplaceParams:
@@ -36,8 +36,10 @@ class StrReplaceParams(BaseModel):
 class StrReplaceFile(Tool[StrReplaceParams]):
     name = "StrReplaceFile"
     description = (
-        "Edit a file by exact string replacement. Each `old` must occur exactly once unless replace_all "
-        "is true. With several edits, all apply or none do."
+        "Change part of a file: each `old` must match the file's current text exactly once, whitespace "
+        "included (unless replace_all); include enough surrounding lines to make it unique. Put several edits to "
+        "one file in one call (`edits`): all apply or none do. Files over 20 MiB are refused. "
+        'Example: {"path": "app/calc.py", "edit": {"old": "return a - b", "new": "return a + b"}}'
     )
     Params = StrReplaceParams
     facts = ToolFacts(reads=True, writes=True)

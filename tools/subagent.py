@@ -16,25 +16,26 @@ from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, 
 
 Spawn = Callable[[str, str, list[str]], Awaitable[tuple[str, dict[str, Any]]]]
 MAX_CONCURRENT = 4
+BUILTIN_KINDS = ("explore", "coder")
 
 
 class AgentParams(BaseModel):
-    task: str = Field(description="The whole job, self-contained: the subagent sees nothing of this conversation.")
+    task: str = Field(description="The whole job: goal, files, constraints. It sees nothing of this conversation.")
     kind: str = Field(
         "explore",
-        description="explore: read-only tools, for studies and questions; coder: every tool, for edits; or "
-        "the name of a custom agent from .kimi/agents/.",
+        description="explore: read-only; coder: edits and runs commands; or a custom agent of .kimi/agents/.",
     )
-    files: list[str] | None = Field(None, description="Files the subagent should start from.")
+    files: list[str] | None = Field(None, description="Files to start from.")
 
 
 class AgentTool(Tool[AgentParams]):
     name = "Agent"
     description = (
-        "Run a subagent on a self-contained task with a fresh context (its own packed view of the repository) "
-        "and get back its final report, not its steps. Use it to study a subsystem without filling this "
-        "context, or to split a repo-wide change into independent parts (several Agent calls in one answer run "
-        "at once). kind: explore (read-only) or coder (may edit and run commands)."
+        "Hand a self-contained job to a subagent with a fresh context (its own pack, at most 150 steps); you get "
+        "only its final report back. Worth it to study a subsystem without filling your context, or for "
+        "independent parts of a large change: several Agent calls in one answer run at once. Not for what one "
+        "Grep or ReadFile answers, nor for work that needs this conversation. "
+        'Example: {"task": "List every caller of parse_date in src/ and say which pass a tz", "kind": "explore"}'
     )
     Params = AgentParams
     concurrent_group = "subagents"  # consecutive calls run together, MAX_CONCURRENT at a time
@@ -44,6 +45,9 @@ class AgentTool(Tool[AgentParams]):
         """`kinds`: each kind's name and what its tools may do together (explore reads, coder writes)."""
         self.spawn = spawn
         self.kinds = kinds
+        custom = [name for name in kinds if name not in BUILTIN_KINDS]
+        if custom:  # the model cannot guess the names of .kimi/agents/*.md
+            self.description = f"{self.description} Custom kinds here: {', '.join(custom)}."  # type: ignore[misc]
 
     def declared(self) -> ToolFacts:
         return ToolFacts.union(self.kinds.values())

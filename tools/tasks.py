@@ -9,15 +9,17 @@ from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
 
 
 class TaskOutputParams(BaseModel):
-    id: str = Field(description="The task_id Shell returned, e.g. task-1.")
-    since: int | None = Field(None, ge=0, description="Byte offset from an earlier TaskOutput (`next since`).")
+    id: str = Field(description="The task_id, e.g. task-1.")
+    since: int | None = Field(None, ge=0, description="The `next since` of the previous answer.")
 
 
 class TaskOutput(Tool[TaskOutputParams]):
     name = "TaskOutput"
     description = (
-        "Output of a background task (Shell with background: true) and whether it still runs. Pass `since` "
-        "from the previous answer to get only what is new; long output keeps its head and tail."
+        "Output of a background task (Shell with background: true) and whether it still runs; long output "
+        "keeps head and tail. You are told when a task ends: call this when you need its output, never in a "
+        "polling loop. Pass `since` to get only what is new. "
+        'Example: {"id": "task-1", "since": 4096}'
     )
     Params = TaskOutputParams
     facts = READS
@@ -30,12 +32,15 @@ class TaskOutput(Tool[TaskOutputParams]):
 
 
 class TaskStopParams(BaseModel):
-    id: str = Field(description="The task_id to stop.")
+    id: str = Field(description="The task_id.")
 
 
 class TaskStop(Tool[TaskStopParams]):
     name = "TaskStop"
-    description = "Stop a background task: it and every process it started are killed."
+    description = (
+        "Stop a background task and every process it started. Stop the servers and watchers you started "
+        'before you finish. Example: {"id": "task-1"}'
+    )
     Params = TaskStopParams
     facts = ToolFacts(commands=True)  # ends processes
 

@@ -12,17 +12,22 @@ MARKS = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
 
 
 class Todo(BaseModel):
-    title: str = Field(description="What to do.")
+    title: str = Field(description="The step.")
     status: Literal["pending", "in_progress", "done"] = Field("pending", description="Progress.")
 
 
 class SetTodoListParams(BaseModel):
-    todos: list[Todo] = Field(description="The whole list; it replaces the previous one.")
+    todos: list[Todo] = Field(description="The whole list.")
 
 
 class SetTodoList(Tool[SetTodoListParams]):
     name = "SetTodoList"
-    description = "Set the task plan as a todo list (replaces the previous list). Keep it short and current."
+    description = (
+        "Set your plan as a todo list the user sees; each call replaces the whole list. For work of three or more "
+        "steps (skip it for quick tasks); keep one item in_progress and mark items done as you go. "
+        'Example: {"todos": [{"title": "Reproduce the bug", "status": "done"}, {"title": "Fix parse()", '
+        '"status": "in_progress"}]}'
+    )
     Params = SetTodoListParams
     facts = NOTHING  # the plan lives in the conversation
 

@@ -16,9 +16,9 @@ DIFF_MAX_BYTES = 2 * 1024 * 1024  # an existing file larger than this is not rea
 
 
 class WriteFileParams(BaseModel):
-    path: str = Field(description="File path, relative to the workspace root. Parents are created.")
-    content: str = Field(description="The text to write.")
-    mode: Literal["overwrite", "append"] = Field("overwrite", description="Replace the file or append to it.")
+    path: str = Field(description="Path relative to the workspace.")
+    content: str = Field(description="The whole text.")
+    mode: Literal["overwrite", "append"] = Field("overwrite", description="Replace the file, or add to its end.")
 
 
 def unified_diff(old: str, new: str, rel: str) -> str:
@@ -28,8 +28,9 @@ def unified_diff(old: str, new: str, rel: str) -> str:
 class WriteFile(Tool[WriteFileParams]):
     name = "WriteFile"
     description = (
-        "Write a text file in the workspace (atomic: nothing is half-written). mode=overwrite replaces "
-        "the file, mode=append adds to its end. Prefer StrReplaceFile for small edits to existing files."
+        "Create a text file or replace one whole; atomic, parent folders created. To change part of an existing "
+        "file use StrReplaceFile: rewriting it costs more and risks losing lines. "
+        'Example: {"path": "tests/test_dates.py", "content": "import dates\\n..."}'
     )
     Params = WriteFileParams
     facts = ToolFacts(writes=True)

@@ -57,9 +57,10 @@ class Checkpointer(Protocol):
 
 
 class ContextHooks(Protocol):
-    """The repository context: change notes after tools, and compaction near the window's end."""
+    """The repository context: notes after tools (what changed; instructions of folders first visited), and
+    compaction near the window's end."""
 
-    def after_tools(self, own_paths: list[str], unknown_changes: bool) -> str: ...
+    def after_tools(self, own_paths: list[str], unknown_changes: bool, visited: list[str]) -> str: ...
     def observe_usage(self, messages: list[Message], tools: list[dict[str, Any]], prompt_tokens: int) -> None: ...
 
     context_length: int
@@ -199,7 +200,8 @@ class Agent:
         stop = await self._run_calls(calls)
         if self.context is not None and calls:
             own = [path for c in calls if c.facts.writes for path in c.facts.paths or ()]
-            note = self.context.after_tools(own, any(c.facts.unknown_writes for c in calls))
+            visited = own + [path for c in calls for path in c.facts.read_paths]
+            note = self.context.after_tools(own, any(c.facts.unknown_writes for c in calls), visited)
             if note:
                 self.add_message({"role": "user", "content": note})
         if checkpoint is not None:

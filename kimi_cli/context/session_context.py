@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kimi_cli.context.agents_md import NestedInstructions
 from kimi_cli.context.compaction import compacted_history, summary_request
 from kimi_cli.context.packer import Pack, RepoPacker
 from kimi_cli.context.watch import PackWatcher
@@ -58,6 +59,7 @@ class SessionContext:
         else:
             self.packer = None
         self.watcher: PackWatcher | None = None
+        self.instructions = NestedInstructions(root)  # AGENTS.md below the working directory, offered once each
         self.last_pack: Pack | None = None
         self.model = model
         self._calibrated = False
@@ -110,15 +112,18 @@ class SessionContext:
 
                 write_private(session_dir / BASELINE_FILE, json.dumps(self.watcher.baseline))
 
-    def after_tools(self, own_paths: list[str], unknown_changes: bool) -> str:
+    def after_tools(self, own_paths: list[str], unknown_changes: bool, visited: list[str] | None = None) -> str:
         """After a step: files the agent wrote by name are acknowledged (the model saw its own edit); when a
         call may have changed files it cannot name (a command, a subagent, an MCP tool), what changed since
-        the pack becomes a note."""
-        if self.watcher is None:
-            return ""
-        if own_paths:
-            self.watcher.acknowledge([self._relative(p) for p in own_paths])
-        return self.watcher.note() if unknown_changes else ""
+        the pack becomes a note. Instructions (AGENTS.md) of folders below the working directory that the
+        step read or wrote in for the first time are offered in a note of their own."""
+        notes = [self.instructions.note(visited)] if visited else []
+        if self.watcher is not None:
+            if own_paths:
+                self.watcher.acknowledge([self._relative(p) for p in own_paths])
+            if unknown_changes:
+                notes.insert(0, self.watcher.note())
+        return "\n\n".join(n for n in notes if n)
 
     def _relative(self, path: str) -> str:
         candidate = Path(path)
@@ -157,4 +162,5 @@ class SessionContext:
         first_user = next((m for m in messages if m.get("role") == "user"), None)
         task = first_user.get("content") if first_user else ""
         system = self.system_message(task if isinstance(task, str) else "")
+        self.instructions = NestedInstructions(self.root)  # the summary drops the notes: offer them again
         return compacted_history(system, messages, completion.text, todos, touched)

@@ -9,14 +9,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from swapper import start_swapper, stop_swapper
 
 from kimi_cli.tools import safe_fs
 from kimi_cli.tools.base import ToolContext, ToolError
@@ -27,15 +25,6 @@ from kimi_cli.toolset import default_tools
 SECRET = "FAKE-PRIVATE-KEY-7f3a9c0d"
 OUTSIDE_ONLY = "known_hosts_OUTSIDE_ONLY"
 PNG = b"\x89PNG\r\n\x1a\n"
-FLIPPER = r"""
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
-print("ready", flush=True)
-while True:
-    if libc.renameat2(-100, a, -100, b, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
-        os._exit(3)
-"""
 
 
 @pytest.fixture(params=["openat2", "nofollow-walk"])
@@ -71,24 +60,6 @@ def arena(tmp_path: Path) -> dict[str, Path]:
 
 def outside_state(ssh: Path) -> dict[str, tuple[int, int, bytes]]:
     return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(ssh.iterdir())}
-
-
-def start_flipper(ws: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", FLIPPER, str(ws / "d"), str(ws / "swap")], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def stop_flipper(proc: subprocess.Popen[str], ws: Path) -> None:
-    proc.kill()
-    proc.wait(timeout=10)
-    assert proc.returncode != 3, "the swap itself failed"
-    if (ws / "d").is_symlink():  # leave the real folder under its own name
-        os.rename(ws / "d", ws / "tmp-link")
-        os.rename(ws / "swap", ws / "d")
-        os.rename(ws / "tmp-link", ws / "swap")
 
 
 def attack_is_live(ws: Path) -> bool:
@@ -147,12 +118,12 @@ def test_a_swapping_attacker_never_gets_the_secret_out_or_a_write_outside(
 ) -> None:
     ws, ssh = arena["ws"], arena["ssh"]
     before = outside_state(ssh)
-    flipper = start_flipper(ws)
+    flipper = start_swapper(ws / "d", ws / "swap")
     try:
         assert attack_is_live(ws), "the swapper never made a naive read reach the secret"
         results = asyncio.run(hammer(ws, 200))
     finally:
-        stop_flipper(flipper, ws)
+        stop_swapper(flipper, ws / "d", ws / "swap")
     leaks = [(name, out[:200]) for name, out, images, _ in results if leaked(out, images)]
     assert not leaks, f"secret reached a result ({resolver}): {leaks[:3]}"
     assert outside_state(ssh) == before, "a file outside the workspace was written"

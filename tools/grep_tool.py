@@ -88,7 +88,7 @@ class Grep(Tool[GrepParams]):
             shown = "\n".join(_strip_dot(line) for line in found)
             note = f"[search stopped after {self.timeout:g} s; narrow the path or the glob]"
             return ToolResult(cap_text(f"{shown}\n{note}" if shown else note, OUTPUT_CAP), is_error=not found)
-        if out.exit_code == 2 and not out.lines:
+        if out.exit_code == 2 and not out.lines and out.stderr.strip():  # --no-messages: only fatal errors speak
             raise ToolError(f"invalid regex {params.pattern!r}: {_rg_error(out.stderr)}")
         if not found:
             return ToolResult(f"no matches for {params.pattern!r}")

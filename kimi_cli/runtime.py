@@ -197,6 +197,8 @@ class Runtime:
             notes=self.tasks.finished_notes,
         )
         provider.on_notice = lambda message: agent.emit(Notice(message))
+        if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
+            agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
         for notice in notices:
             agent.emit(Notice(notice))
         return agent, provider

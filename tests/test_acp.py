@@ -6,7 +6,6 @@ import asyncio
 import base64
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import acp
 import pytest
 from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
-from conftest import TEST_KEY, kimi_executable, require, tool_call
+from conftest import TEST_KEY, kimi_executable, processes_with, require, tool_call, wait_until
 from scripted_server import ScriptedModelServer
 
 
@@ -117,16 +116,13 @@ def test_cancel_in_the_middle_of_a_slow_command_leaves_no_process(
     async def flow(conn: Any, proc: Any) -> Any:
         session = await conn.new_session(cwd=str(repo), mcp_servers=[])
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("wait")]))
-        while "tool_call" not in client.kinds():
+        while "tool_call" not in client.kinds() or not processes_with("sleep 97.5"):  # the command runs
             await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)
         await conn.cancel(session_id=session.session_id)
         return await turn
 
     assert run(repo, env, server, client, flow).stop_reason == "cancelled"
-    time.sleep(0.3)
-    leftovers = subprocess.run(["pgrep", "-f", "sleep 97.5"], capture_output=True, text=True).stdout.split()
-    assert leftovers == []
+    wait_until(lambda: processes_with("sleep 97.5") == [], what="the cancelled command to be gone")
 
 
 def test_load_replays_a_finished_session_and_images_are_accepted(

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_KEY, call_tool, kimi_executable, run_for_peak_rss, run_kimi, tool_call
+from conftest import (
+    TEST_KEY,
+    call_tool,
+    kimi_executable,
+    processes_with,
+    run_for_peak_rss,
+    run_kimi,
+    tool_call,
+    wait_until,
+)
 from scripted_server import ScriptedModelServer
 
 LOG_BYTES = 300_000_000
@@ -81,17 +90,18 @@ def spawn(repo: Path, env: dict, server: ScriptedModelServer) -> subprocess.Pope
     )  # fmt: skip
 
 
-def wait_for_tool_call(proc: subprocess.Popen[str]) -> None:
+def wait_for_tool_call(proc: subprocess.Popen[str], marker: str) -> None:
+    """Until the tool call is announced and a process naming `marker` (the tool's child) runs."""
     assert proc.stdout is not None
     for line in proc.stdout:
         if json.loads(line)["type"] == "tool_call":
-            time.sleep(0.3)  # the tool is under way
+            wait_until(lambda: processes_with(marker), what=f"a process naming {marker}")
             return
     raise AssertionError("no tool call")
 
 
 @pytest.mark.parametrize("tool", ["Grep"])  # ReadFile refuses a FIFO at once (fstat on a non-blocking open)
-def test_sigterm_while_a_tool_is_stuck_exits_4_within_2_seconds(
+def test_sigterm_while_a_tool_is_stuck_exits_4_at_once(
     tool: str, repo: Path, env: dict, home: Path, server: ScriptedModelServer
 ) -> None:
     # A FIFO nobody writes: Grep's rg child blocks in open().
@@ -99,11 +109,11 @@ def test_sigterm_while_a_tool_is_stuck_exits_4_within_2_seconds(
     server.add({"tool_calls": [tool_call(tool, {"path": "stuck.fifo", **({"pattern": "x"} if tool == "Grep" else {})},
                                          "stuck")]})  # fmt: skip
     proc = spawn(repo, env, server)
-    wait_for_tool_call(proc)
+    wait_for_tool_call(proc, "stuck.fifo")
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=10)
-    assert time.monotonic() - sent < 2.0
+    proc.wait(timeout=15)
+    assert time.monotonic() - sent < 10  # generous, and still far below Grep's own 20 s timeout
     assert proc.returncode == 4
     logs = list((home / ".kimi" / "sessions").glob("*/*/context.jsonl"))
     records = [json.loads(line) for line in logs[0].read_text().splitlines()]

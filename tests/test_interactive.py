@@ -9,7 +9,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import TEST_KEY, kimi_executable, tool_call
+from conftest import TEST_KEY, kimi_executable, tool_call, wait_until
 from scripted_server import ScriptedModelServer
 
 PROMPT = "❯"
@@ -99,17 +99,13 @@ def test_ctrl_c_cancels_a_running_command_and_returns_to_the_prompt(
     child = spawn(repo, env, server)
     child.send("wait a long time\r")
     child.expect("running Shell")
-    deadline = time.monotonic() + 10
-    while not _sleepers() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _sleepers(), "the command never started"
+    wait_until(_sleepers, timeout=10, what="the command to start")
     started = time.monotonic()
     child.sendintr()
     child.expect("cancelled")
     child.expect(PROMPT)
-    assert time.monotonic() - started < 2.0
-    time.sleep(0.3)
-    assert _sleepers() == []
+    assert time.monotonic() - started < 30  # generous: the command itself would run 600 s
+    wait_until(lambda: _sleepers() == [], what="the cancelled command to be gone")
     assert finish(child) == 0
 
 
@@ -208,5 +204,5 @@ def test_sigterm_ends_the_interactive_session_with_exit_4(repo: Path, env: dict,
     child.kill(signal.SIGTERM)
     child.expect(pexpect.EOF, timeout=10)
     child.close()
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10
     assert child.exitstatus == 4

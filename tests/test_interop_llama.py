@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import free_port, require, run_kimi
+from conftest import free_port, require, run_kimi, wait_until
 
 pytestmark = pytest.mark.interop
 N_CTX = 2048
@@ -49,17 +48,21 @@ def llama_server() -> Iterator[str]:
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"llama-server exited; its log:\n{log.read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    break
+                return r.status == 200
         except OSError:
-            time.sleep(0.3)
-    else:
+            return False
+
+    try:
+        wait_until(healthy, timeout=120, what="llama-server to become healthy", interval=0.3)
+    except BaseException:
         proc.kill()
-        pytest.fail(f"llama-server did not become healthy; its log:\n{log.read_text()[-3000:]}")
+        raise
     yield base + "/v1"
     proc.terminate()
     proc.wait(10)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, require, result_json, run_kimi, tool_call, tool_results
+from conftest import free_port, processes_with, require, result_json, run_kimi, tool_call, tool_results, wait_until
 from scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,12 +153,12 @@ def http_everything() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen([everything(), "streamableHttp"], env={**os.environ, "PORT": str(port)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.2)
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(listening, timeout=20, what="the MCP server to listen")
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     proc.wait(5)
@@ -226,10 +226,5 @@ def test_a_server_that_writes_garbage_is_dropped_and_mcp_children_die_with_kimi(
     assert marker, "the good server should be running"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=15) == 4
-    deadline = time.monotonic() + 5
-    while (
-        subprocess.run(["pgrep", "-f", "mcp-marker-4711"], capture_output=True).stdout and time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-    assert subprocess.run(["pgrep", "-f", "mcp-marker-4711"], capture_output=True).stdout == b""
+    wait_until(lambda: processes_with("mcp-marker-4711") == [], what="the MCP server to die with kimi")
     assert subprocess.run(["pgrep", "-f", str(garbage)], capture_output=True).stdout == b""

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from kimi_cli.session.history import INTERRUPTED, repair_history
 
-from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call
+from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call, wait_until
 from scripted_server import ScriptedModelServer
 
 
@@ -31,10 +30,8 @@ def test_sigkill_mid_step_then_continue_resumes_with_history(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 30
-    while len(server.requests) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(server.requests) == 2, "the second step never started"
+    wait_until(lambda: len(server.requests) >= 2, timeout=30, what="the second step")
+    assert len(server.requests) == 2
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert (repo / "notes.txt").read_text() == "step one\n"

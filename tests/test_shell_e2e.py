@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import docker_ready
 
-from conftest import TEST_KEY, kimi_executable, require, result_json, run_for_peak_rss, run_kimi, tool_call
+from conftest import (
+    TEST_KEY,
+    kimi_executable,
+    require,
+    result_json,
+    run_for_peak_rss,
+    run_kimi,
+    tool_call,
+    wait_until,
+)
 from scripted_server import ScriptedModelServer
 
 
@@ -88,17 +97,13 @@ def test_docker_container_is_network_none_and_removed_after_sigterm(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 60
-    new: list[str] = []
-    while time.monotonic() < deadline and not new:
-        new = [c for c in _kimi_containers() if c not in before]
-        time.sleep(0.2)
-    assert new, "no container was started"
+    new = wait_until(lambda: [c for c in _kimi_containers() if c not in before], timeout=60, what="a container")
     mode = subprocess.run(
         ["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", new[0]], capture_output=True, text=True
     ).stdout.strip()
     assert mode == "none"
-    time.sleep(1.0)  # let the exec start
+    top = ["docker", "top", new[0]]
+    wait_until(lambda: "sleep 30" in subprocess.run(top, capture_output=True, text=True).stdout, what="the exec")
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
     assert proc.returncode == 4

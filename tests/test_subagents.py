@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import git, result_json, run_kimi, tool_call
+from conftest import git, processes_with, result_json, run_kimi, tool_call, wait_until
 from scripted_server import ScriptedModelServer
 
 
@@ -39,7 +39,7 @@ def test_three_coder_subagents_run_at_once_and_only_their_reports_come_back(
         {"match": "split the rename", "tool_calls": calls, "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
     )
     for d in ("a", "b", "c"):
-        server.add(*sub_script(d, 0.5))
+        server.add(*sub_script(d, 1.0))
     server.add({"match": "split the rename", "text": "all three renamed",
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5}})  # fmt: skip
     proc = run_kimi(["-p", "split the rename across a, b and c", "--output-format", "stream-json"], repo, env, server)
@@ -47,7 +47,7 @@ def test_three_coder_subagents_run_at_once_and_only_their_reports_come_back(
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert all((repo / d / "mod.py").read_text().startswith("def new_name") for d in ("a", "b", "c"))
     step = next(e for e in events if e["type"] == "step_end" and e["step"] == 1)
-    assert step["tools_ms"] < 2500, step  # one after another would be 3 x 2 x 0.5 s
+    assert step["tools_ms"] < 5000, step  # one after another would take at least 3 x 2 x 1 s
     parent = server.requests[-1]["messages"]
     reports = [m["content"] for m in parent if m["role"] == "tool"]
     assert reports == [f"renamed in {d}/mod.py line 1" for d in ("a", "b", "c")]
@@ -108,7 +108,6 @@ def test_a_coder_subagents_edit_shows_in_the_parents_change_note(
 def test_sigterm_stops_running_subagents_and_their_commands(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     import signal
     import subprocess
-    import time
 
     from conftest import TEST_KEY, kimi_executable
 
@@ -119,11 +118,7 @@ def test_sigterm_stops_running_subagents_and_their_commands(repo: Path, env: dic
     full = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
     proc = subprocess.Popen([*kimi_executable(), "-p", "a long job"], cwd=repo, env=full,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 30
-    while len(server.requests) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.0)
+    wait_until(lambda: processes_with("sleep 96.5"), timeout=30, what="the subagent's command")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 4
-    time.sleep(0.3)
-    assert subprocess.run(["pgrep", "-f", "sleep 96.5"], capture_output=True).stdout == b""
+    wait_until(lambda: processes_with("sleep 96.5") == [], what="the subagent's command to be gone")

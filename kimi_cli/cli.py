@@ -97,6 +97,12 @@ def main_command(
         bool, typer.Option("--no-thinking", help="Local engine: ask Kimi K3 to answer without thinking first.")
     ] = False,
     yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
+    trust_folder: Annotated[
+        bool,
+        typer.Option(
+            "--trust", help="Trust this folder: its .kimi/ settings that widen what kimi may do apply (remembered)."
+        ),
+    ] = False,
     sandbox: Annotated[
         str | None,
         typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | landlock | docker | none.", metavar="MODE"),
@@ -154,6 +160,7 @@ def main_command(
         "effort": effort,
         "mcp_config": [str(p) for p in mcp_config] if mcp_config else None,
         "yolo": yolo or None,
+        "trust": trust_folder or None,
     }
     context = {"pack": False if no_pack else None, "budget": pack_budget, "compact_at": compact_at}
     if any(v is not None for v in context.values()):
@@ -292,6 +299,19 @@ def acp_command(
     if sandbox:
         flags["sandbox"] = {"mode": sandbox}
     raise typer.Exit(asyncio.run(serve(flags)))
+
+
+@app.command("trust")
+def trust_command(
+    path: Annotated[Path | None, typer.Argument(help="The folder (default: current directory).")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the trusted folders.")] = False,
+    revoke: Annotated[bool, typer.Option("--revoke", help="Stop trusting the folder.")] = False,
+) -> None:
+    """Trust a folder: its .kimi/config.toml and .kimi/mcp.json may then widen what kimi does (an endpoint,
+    MCP servers, no sandbox, allow rules). Remembered with a digest of those settings: a change asks again."""
+    from kimi_cli.commands.trust import run_trust
+
+    raise typer.Exit(run_trust(path, list_, revoke))
 
 
 def _add_subapps() -> None:

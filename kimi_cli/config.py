@@ -1,4 +1,8 @@
-"""Layered, typed configuration: defaults < ~/.kimi/config.toml < .kimi/config.toml < env < flags."""
+"""Layered, typed configuration: defaults < ~/.kimi/config.toml < .kimi/config.toml < env < flags.
+
+The project layer (.kimi/config.toml in the workspace) loses its widening settings unless the folder is
+trusted (kimi_cli.trust): the workspace may be a repository someone else wrote.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from kimi_cli import trust
 from kimi_cli.errors import ConfigError
 from kimi_cli.paths import config_files, kimi_home
 
@@ -79,6 +84,7 @@ class WebSettings(_Strict):
     allowed_hosts: list[str] = Field(default_factory=list)  # fetched without asking: docs.python.org, *.github.com
     allowed_private_hosts: list[str] = Field(default_factory=list)  # loopback/private hosts that may be fetched
     search: bool = True  # Moonshot's built-in $web_search, with the moonshot provider
+    fetch_timeout: float = Field(default=20.0, gt=0, le=600)  # seconds for a whole fetch, redirects included
 
 
 class CheckpointSettings(_Strict):
@@ -222,9 +228,13 @@ def load_config(workspace: Path, flags: dict[str, Any] | None = None, environ: d
     """Merge every layer and validate; raises ConfigError naming the file and key on bad input."""
     env = dict(os.environ) if environ is None else environ
     merged: dict[str, Any] = {}
-    for path in config_files(workspace):
-        if path.is_file():
-            merged = _deep_merge(merged, _read_toml(path))
+    user_file, project_file = config_files(workspace)
+    if user_file.is_file():
+        merged = _deep_merge(merged, _read_toml(user_file))
+    if project_file.is_file() and not trust.is_users_own(workspace):
+        project = _read_toml(project_file)
+        # The folder's own settings that widen what kimi may do apply only to a trusted folder (kimi_cli.trust).
+        merged = _deep_merge(merged, project if trust.is_trusted(workspace) else trust.strip_widening(project))
     merged = _deep_merge(merged, _env_layer(env))
     merged = _deep_merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
     try:

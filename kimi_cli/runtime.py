@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kimi_cli import trust
 from kimi_cli.agent.events import Event, Notice
 from kimi_cli.agent.loop import Agent
 from kimi_cli.agent.prefix import PrefixBuilder
@@ -32,6 +33,7 @@ from kimi_cli.tools.shell import Shell, ShellApprover
 from kimi_cli.tools.tasks import TaskOutput, TaskStop
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.toolset import default_tools
+from kimi_cli.trust import FolderTrust
 from kimi_cli.workspace_git import git_state
 
 if TYPE_CHECKING:
@@ -68,6 +70,8 @@ class Runtime:
     tasks: TaskManager | None = None
     model_info: ModelInfo | None = None  # the model table's entry in use (window from the server where it says)
     effort: str | None = None  # None until the first agent: then the configured effort or the mode's default
+    folder_trust: FolderTrust | None = None  # whether the workspace's own .kimi settings apply (kimi_cli.trust)
+    _trust_noticed: bool = False
 
     @classmethod
     def build(
@@ -76,11 +80,20 @@ class Runtime:
         flags: dict[str, Any],
         choice: SessionChoice,
         progress: Callable[[str, int, int], None] | None = None,
+        ask_trust: Callable[[FolderTrust], bool] | None = None,
     ) -> Runtime:
-        """Load config and open the session and sandbox; raises KimiError (with an exit code) on bad input."""
+        """Load config and open the session and sandbox; raises KimiError (with an exit code) on bad input.
+
+        The folder's own widening settings apply only when it is trusted: remembered, `flags["trust"]`
+        (--trust), or a yes from `ask_trust` (the interactive question)."""
         from kimi_cli.malloc_tuning import keep_large_buffers
 
         keep_large_buffers()
+        from kimi_cli.tools.host_git import remember_session_start
+
+        remember_session_start(workdir)  # the repository's links and hook files as the session finds them
+        folder_trust = trust.resolve(workdir, grant=bool(flags.get("trust")), ask=ask_trust)
+        flags = {k: v for k, v in flags.items() if k != "trust"}
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
         from kimi_cli.mcp.wiring import start_mcp
@@ -126,7 +139,7 @@ class Runtime:
         return cls(
             config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, prefix, resume_note,
             sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
-            model_info=with_context(info, window),
+            model_info=with_context(info, window), folder_trust=folder_trust,
         )  # fmt: skip
 
     def make_agent(
@@ -164,7 +177,8 @@ class Runtime:
             from kimi_cli.web.tools import FetchURL, SearchWeb
 
             save_dir = self.session.path / "fetched"
-            builtin.append(FetchURL(approver, web.allowed_hosts, web.allowed_private_hosts, save_dir))  # type: ignore[arg-type]
+            fetch = FetchURL(approver, web.allowed_hosts, web.allowed_private_hosts, save_dir, web.fetch_timeout)  # type: ignore[arg-type]
+            builtin.append(fetch)
             if web.search and self.endpoint.provider == "moonshot":
                 builtin.append(SearchWeb())
         if self.mcp is not None:
@@ -199,6 +213,10 @@ class Runtime:
         provider.on_notice = lambda message: agent.emit(Notice(message))
         if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
             agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
+        trust_notice = self.folder_trust.notice() if self.folder_trust is not None else None
+        if trust_notice and not self._trust_noticed:
+            self._trust_noticed = True
+            notices.insert(0, trust_notice)  # once a session: what the untrusted folder asked for, ignored
         for notice in notices:
             agent.emit(Notice(notice))
         return agent, provider

@@ -76,6 +76,22 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+def trust_folder(folder: Path, home: Path | None = None) -> None:
+    """What `kimi trust FOLDER` does, for the test HOME (default: the `home` fixture beside `folder`): the
+    folder's current .kimi settings apply. Call it after the last write to the folder's .kimi files."""
+    from kimi_cli import trust
+
+    old = os.environ.get("KIMI_HOME")
+    os.environ["KIMI_HOME"] = str((home or folder.parent / "home") / ".kimi")
+    try:
+        trust.remember(trust.assess(folder))
+    finally:
+        if old is None:
+            os.environ.pop("KIMI_HOME", None)
+        else:
+            os.environ["KIMI_HOME"] = old
+
+
 def run_kimi(
     args: list[str],
     cwd: Path,

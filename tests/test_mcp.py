@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, processes_with, require, result_json, run_kimi, tool_call, tool_results, wait_until
+from conftest import (
+    free_port,
+    processes_with,
+    require,
+    result_json,
+    run_kimi,
+    tool_call,
+    tool_results,
+    trust_folder,
+    wait_until,
+)
 from scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,11 +38,13 @@ def everything() -> str:
 def write_config(repo: Path, servers: dict) -> None:
     (repo / ".kimi").mkdir(exist_ok=True)
     (repo / ".kimi" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    trust_folder(repo)  # the user's own project: its servers may start (kimi_cli.trust)
 
 
 def allow(repo: Path, *rules: str) -> None:
     (repo / ".kimi").mkdir(exist_ok=True)
     (repo / ".kimi" / "config.toml").write_text("[approval]\nallow = [" + ", ".join(f'"{r}"' for r in rules) + "]\n")
+    trust_folder(repo)
 
 
 def test_a_stdio_server_tool_runs_and_its_image_reaches_the_model(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kimi_cli.tools.schema import MAX_DEPTH, convert_parameters, function_schema
 
-from conftest import require, result_json, run_kimi, tool_call, tool_results
+from conftest import require, result_json, run_kimi, tool_call, tool_results, trust_folder
 from scripted_server import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,6 +232,7 @@ def awkward_config(repo: Path, *servers: tuple[str, list[str]]) -> None:
     config = {name: {"command": sys.executable, "args": [str(FIXTURE), *args]} for name, args in servers}
     (repo / ".kimi" / "mcp.json").write_text(json.dumps({"mcpServers": config}))
     (repo / ".kimi" / "config.toml").write_text('[approval]\nallow = ["mcp__*"]\n')
+    trust_folder(repo)  # the user's own project: its servers may start (kimi_cli.trust)
 
 
 @pytest.mark.parametrize("output_format", ["json", "stream-json", "text"])

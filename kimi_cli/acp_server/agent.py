@@ -36,6 +36,8 @@ class AcpSession:
         self.sender = asyncio.ensure_future(self._send())
         self.turn: asyncio.Task[Any] | None = None
         self.edits = EditTexts(str(runtime.workdir))
+        self.mcp_servers: Any = None  # as the client gave them, for a reopen once the folder is trusted
+        self.trust_asked = False
 
     @property
     def id(self) -> str:
@@ -133,6 +135,7 @@ class KimiAcpAgent:
             runtime.make_agent, lambda e: holder["s"].emit(e) if "s" in holder else None, approver
         )
         session = AcpSession(runtime, agent, approver, self.conn)
+        session.mcp_servers = mcp_servers
         holder["s"] = session
         if self.editor_fs:
             agent.ctx.services["editor_files"] = EditorFs(self.conn, session.id, runtime.workdir)
@@ -173,7 +176,7 @@ class KimiAcpAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
         from acp.schema import PromptResponse, Usage
 
-        session = self._session(session_id)
+        session = await self._settle_trust(self._session(session_id))
         message = _user_message(prompt)
         session.turn = asyncio.ensure_future(session.agent.run(message))
         try:
@@ -197,6 +200,27 @@ class KimiAcpAgent:
         session = self.sessions.get(session_id)
         if session is not None and session.turn is not None:
             session.turn.cancel()
+
+    async def _settle_trust(self, session: AcpSession) -> AcpSession:
+        """The folder's .kimi asks for more than defaults and is not trusted: ask once (kimi_cli.trust)."""
+        from kimi_cli import trust
+        from kimi_cli.acp_server.trust_question import ask_folder_trust
+
+        state = session.runtime.folder_trust
+        if state is None or state.applies or session.trust_asked:
+            return session
+        session.trust_asked = True
+        if not await ask_folder_trust(self.conn, session.id, state):
+            return session
+        trust.decide(state, True, "trusted in the editor")
+        await session.flush()
+        session.sender.cancel()
+        await session.runtime.aclose()
+        session.runtime.session.close()
+        fresh = await self._open(str(session.runtime.workdir), session.mcp_servers, session.id)
+        fresh.trust_asked = True
+        fresh.approver.policy, fresh.approver.yolo = session.approver.policy, session.approver.yolo
+        return fresh
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)

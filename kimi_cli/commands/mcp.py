@@ -69,9 +69,13 @@ def _scope_file(scope: str) -> Path:
 
 
 def _load() -> dict:  # type: ignore[type-arg]
+    from kimi_cli import trust
     from kimi_cli.errors import KimiError
     from kimi_cli.mcp.config import load_servers
 
+    notice = trust.current(Path.cwd()).notice()
+    if notice:  # the folder's own servers are neither listed nor started until it is trusted
+        _echo(f"kimi mcp: {notice}", err=True)
     try:
         return load_servers(Path.cwd())
     except KimiError as exc:

@@ -75,8 +75,10 @@ def expand(value: Any, environ: dict[str, str], where: str) -> Any:
     return value
 
 
-def config_paths(workspace: Path, extra: list[Path] | None = None) -> list[Path]:
-    return [kimi_home() / "mcp.json", workspace / ".kimi" / "mcp.json", *(extra or [])]
+def config_paths(workspace: Path, extra: list[Path] | None = None, project: bool = True) -> list[Path]:
+    """The user's file, the folder's own (only when `project`), then --mcp-config files."""
+    own = [workspace / ".kimi" / "mcp.json"] if project else []
+    return [kimi_home() / "mcp.json", *own, *(extra or [])]
 
 
 def read_file(path: Path) -> dict[str, Any]:
@@ -93,12 +95,22 @@ def read_file(path: Path) -> dict[str, Any]:
 
 
 def load_servers(
-    workspace: Path, extra: list[Path] | None = None, environ: dict[str, str] | None = None
+    workspace: Path,
+    extra: list[Path] | None = None,
+    environ: dict[str, str] | None = None,
+    trusted: bool | None = None,
 ) -> dict[str, ServerConfig]:
-    """Every configured server by name, later files winning; disabled ones included (for `kimi mcp list`)."""
+    """Every configured server by name, later files winning; disabled ones included (for `kimi mcp list`).
+
+    The folder's own .kimi/mcp.json counts only when the folder is trusted (kimi_cli.trust): its servers are
+    programs that would start on the host."""
+    from kimi_cli import trust
+
     env = dict(os.environ) if environ is None else environ
+    if trusted is None:
+        trusted = trust.is_trusted(workspace)
     merged: dict[str, tuple[Path, Any]] = {}
-    for path in config_paths(workspace, extra):
+    for path in config_paths(workspace, extra, project=trusted):
         if path in (extra or []) or path.is_file():
             for name, raw in read_file(path).items():
                 merged[name] = (path, raw)
@@ -115,7 +127,13 @@ def load_servers(
 
 
 def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
-    """Add, replace (server) or remove (None) one server in a config file, keeping the others."""
+    """Add, replace (server) or remove (None) one server in a config file, keeping the others. The user's own
+    change to a folder's .kimi/mcp.json keeps a trusted folder trusted (kimi_cli.trust.note_own_change)."""
+    from kimi_cli import trust
+
+    folder = path.parent.parent
+    own_project = path.name == "mcp.json" and path.parent.name == ".kimi" and not trust.is_users_own(folder)
+    before = trust.current(folder) if own_project else None
     data: dict[str, Any] = {"mcpServers": {}}
     if path.is_file():
         data = json.loads(path.read_text())
@@ -127,3 +145,5 @@ def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
     from kimi_cli.paths import write_private
 
     write_private(path, json.dumps(data, indent=2) + "\n")  # 0600: headers and env may hold tokens
+    if before is not None:
+        trust.note_own_change(folder, before, f"mcp:{name}", server)

@@ -51,8 +51,10 @@ class FetchURL(Tool[FetchURLParams]):
         allowed_hosts: list[str],
         allowed_private_hosts: list[str],
         save_dir: Path | None = None,
+        timeout: float = 20.0,
     ) -> None:
         self.approver = approver
+        self.timeout = timeout  # one deadline for the whole fetch, redirects included
         self.allowed_hosts = allowed_hosts
         self.allowed_private_hosts = allowed_private_hosts
         self.save_dir = save_dir
@@ -78,8 +80,20 @@ class FetchURL(Tool[FetchURLParams]):
             refusal = await self.approver.review_web(host, url)
             if refusal:
                 raise ToolError(f"{url} was not fetched: {refusal}")
+        approved = {host.rstrip(".")}
+
+        async def next_hop(next_url: str) -> str | None:
+            """A redirect to another host leaves what was approved: ask again (headless: a rule or refused)."""
+            next_host = (urlsplit(next_url).hostname or "").lower().rstrip(".")
+            if next_host in approved or host_matches(next_host, self.allowed_hosts):
+                return None
+            refusal = await self.approver.review_web(next_host, next_url)
+            if refusal is None:
+                approved.add(next_host)
+            return refusal
+
         try:
-            fetched = await fetch_url(url, self.allowed_private_hosts)
+            fetched = await fetch_url(url, self.allowed_private_hosts, on_redirect=next_hop, timeout=self.timeout)
         except FetchError as exc:
             raise ToolError(str(exc)) from None
         text = render_body(fetched.content_type, fetched.body)

@@ -107,9 +107,14 @@ class InteractiveApprover:
 
 
 def save_allow_rule(config_path: Path, prefix: str) -> None:
-    """Add `prefix` to [approval].allow in a project config, keeping the rest of the file as it is."""
+    """Add `prefix` to [approval].allow in a project config, keeping the rest of the file as it is.
+    The user's own rule keeps a trusted folder trusted (kimi_cli.trust.note_own_allow_rule)."""
     import tomllib
 
+    from kimi_cli import trust
+
+    folder = config_path.parent.parent
+    before = trust.current(folder)
     text = config_path.read_text() if config_path.exists() else ""
     current = tomllib.loads(text).get("approval", {}).get("allow", []) if text else []
     if prefix in current:
@@ -130,6 +135,7 @@ def save_allow_rule(config_path: Path, prefix: str) -> None:
         text = text[:body_start] + body + text[body_end:]
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(text)
+    trust.note_own_allow_rule(folder, before, prefix)
 
 
 def _quote(value: str) -> str:

@@ -218,8 +218,10 @@ class InteractiveApp:
 
 
 def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice) -> int:
+    from kimi_cli.ui.interactive.trust_prompt import ask_folder_trust
+
     try:
-        runtime = Runtime.build(workdir, flags, choice)
+        runtime = Runtime.build(workdir, flags, choice, ask_trust=ask_folder_trust)
     except KimiError as exc:
         sys.stderr.write(f"kimi: {exc}\n")
         return int(exc.exit_code)

@@ -1,0 +1,36 @@
+"""`kimi trust [PATH]`, `--list`, `--revoke`: the user's answer to "may this folder widen what kimi does?"."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from kimi_cli import trust
+
+
+def run_trust(path: Path | None, list_only: bool, revoke: bool) -> int:
+    if list_only:
+        folders = trust.trusted_folders()
+        if not folders:
+            print("no trusted folders")
+        for name, entry in sorted(folders.items()):
+            when = time.strftime("%Y-%m-%d", time.localtime(entry.get("trusted_at", 0)))
+            asks = "; ".join(entry.get("asks", [])) or "nothing yet"
+            print(f"{name}  (since {when}): {asks}")
+        return 0
+    folder = (path or Path.cwd()).resolve()
+    if not folder.is_dir():
+        print(f"kimi trust: {folder} is not a folder")
+        return 2
+    if revoke:
+        found = trust.revoke(folder)
+        print(f"{folder} is no longer trusted" if found else f"{folder} was not trusted")
+        return 0
+    state = trust.assess(folder)
+    trust.remember(state)
+    if state.asks:
+        print(f"trusted {folder}; its .kimi settings now apply:")
+        print("\n".join(f"  - {line}" for line in state.summary()))
+    else:
+        print(f"trusted {folder} (its .kimi asks for nothing that widens what kimi does yet; a change asks again)")
+    return 0

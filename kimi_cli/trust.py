@@ -1,0 +1,316 @@
+"""Folder trust: may this folder's own config widen what kimi does?
+
+A workspace's `.kimi/config.toml` and `.kimi/mcp.json` are data the workspace controls: a cloned repository
+ships them, and a sandboxed command can write them. Settings there that would widen what kimi may do (where
+the user's API key goes, programs started on the host, a sandbox turned off, approvals waved through) apply
+only once the user trusts the folder. Settings that narrow (deny rules, hidden paths, a stricter policy)
+always apply. Trust is remembered in ~/.kimi/trusted.json by folder and by a digest of exactly those
+settings, so a change to them asks again.
+
+For other features (hooks, custom commands, ...): add the keys that widen to WIDENING below, and ask
+`is_trusted(folder)` before using anything the folder's config declares. Front ends decide once per session
+with `resolve()` (interactive: a question; headless: `--trust` or `kimi trust`; ACP: a permission request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.paths import kimi_home, write_private
+
+# Dotted key in a project config -> when it widens: "any" (any value), "true" (a true value), "nonempty"
+# (a non-empty list or table), or a tuple of the values that widen. One line per setting; keep it data.
+WIDENING: dict[str, Any] = {
+    "base_url": "any",  # the user's key would go to the folder's endpoint
+    "provider": "any",
+    "api_key": "any",
+    "providers": "nonempty",
+    "yolo": "true",
+    "approval.allow": "nonempty",
+    "sandbox.mode": ("none",),
+    "sandbox.allow_network": "true",
+    "sandbox.writable_paths": "nonempty",
+    "sandbox.readable_paths": "nonempty",
+    "sandbox.env_allow": "nonempty",  # kimi's environment (tokens, database URLs) into commands
+    "web.allowed_hosts": "nonempty",
+    "web.allowed_private_hosts": "nonempty",
+    "git.allow_hooks": "true",
+    "mcp_config": "nonempty",
+    "hooks": "any",
+    "commands": "any",
+}
+WHAT = {
+    "base_url": "send requests (and your API key) to {value}",
+    "provider": "use the provider {value}",
+    "api_key": "use its own API key",
+    "providers": "change provider endpoints ({value})",
+    "yolo": "approve every action (yolo)",
+    "approval.allow": "approve without asking: {value}",
+    "sandbox.mode": 'run commands with no sandbox (sandbox.mode = "none")',
+    "sandbox.allow_network": "give sandboxed commands the network",
+    "sandbox.writable_paths": "let commands write {value}",
+    "sandbox.readable_paths": "let commands read {value}",
+    "sandbox.env_allow": "pass your environment variables {value} to commands",
+    "web.allowed_hosts": "fetch without asking from {value}",
+    "web.allowed_private_hosts": "fetch from private or local hosts {value}",
+    "git.allow_hooks": "run the repository's git hooks on commit",
+    "mcp_config": "load MCP config files {value}",
+    "hooks": "run hook commands",
+    "commands": "add custom commands",
+}
+
+
+@dataclass(frozen=True)
+class Widening:
+    """One thing a folder's config asks for that widens what kimi may do."""
+
+    key: str  # "base_url", "sandbox.mode", "mcp:NAME"
+    value: Any
+    description: str
+
+
+@dataclass
+class FolderTrust:
+    """A folder, what its config asks for, and whether those settings apply in this session."""
+
+    folder: Path
+    asks: list[Widening] = field(default_factory=list)
+    digest: str = ""
+    trusted: bool = False
+    how: str = "nothing to trust"  # remembered | --trust | you agreed | not trusted | nothing to trust
+
+    @property
+    def applies(self) -> bool:
+        """Whether the folder's widening settings may be used (trusted, or it asks for nothing)."""
+        return self.trusted or not self.asks
+
+    def notice(self) -> str | None:
+        """The one notice for an untrusted folder that asks for something, naming what was ignored."""
+        if self.applies:
+            return None
+        names = ", ".join(w.key for w in self.asks)
+        return (
+            f"{self.folder}/.kimi asks for settings that widen what kimi may do ({names}); this folder is not "
+            f"trusted, so they are ignored. Trust it with --trust or `kimi trust {self.folder}`."
+        )
+
+    def summary(self) -> list[str]:
+        return [w.description for w in self.asks]
+
+
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _widens(rule: Any, value: Any) -> bool:
+    if value is None:
+        return False
+    if rule == "any":
+        return True
+    if rule == "true":
+        return value is True
+    if rule == "nonempty":
+        return bool(value)
+    return value in rule
+
+
+def _short(value: Any) -> str:
+    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def project_files(folder: Path) -> tuple[Path, Path]:
+    return folder / ".kimi" / "config.toml", folder / ".kimi" / "mcp.json"
+
+
+def is_users_own(folder: Path) -> bool:
+    """The folder's .kimi is the user's own ~/.kimi (kimi started in the home folder): nothing to trust."""
+    try:
+        return (folder / ".kimi").resolve() == kimi_home().resolve()
+    except OSError:
+        return False
+
+
+def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Widening]:
+    """What a project config (parsed TOML) and its MCP servers ask for that widens."""
+    found = []
+    for key, rule in WIDENING.items():
+        value = _get(config, key)
+        if _widens(rule, value):
+            found.append(Widening(key, value, WHAT.get(key, key).format(value=_short(value))))
+    for name, server in sorted(mcp_servers.items()):
+        what = server.get("command") or server.get("url") if isinstance(server, dict) else server
+        if isinstance(server, dict) and server.get("args"):
+            what = f"{what} {' '.join(map(str, server['args']))}"
+        found.append(Widening(f"mcp:{name}", server, f"start the MCP server {name!r}: {_short(what)}"))
+    return found
+
+
+def read_project(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The folder's config.toml and mcp.json `mcpServers`, raw; unreadable files count as empty here
+    (loading them later reports the error)."""
+    config_path, mcp_path = project_files(folder)
+    config: dict[str, Any] = {}
+    servers: dict[str, Any] = {}
+    try:
+        config = tomllib.loads(config_path.read_text()) if config_path.is_file() else {}
+    except (OSError, ValueError):
+        config = {}
+    try:
+        data = json.loads(mcp_path.read_text()) if mcp_path.is_file() else {}
+        servers = data.get("mcpServers", {}) if isinstance(data, dict) else {}
+        servers = servers if isinstance(servers, dict) else {}
+    except (OSError, ValueError):
+        servers = {}
+    return config, servers
+
+
+def digest_of(asks: list[Widening]) -> str:
+    canonical = json.dumps([[w.key, w.value] for w in asks], sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def assess(folder: Path) -> FolderTrust:
+    """What the folder asks for, and whether the user already trusted exactly that."""
+    folder = folder.resolve()
+    if is_users_own(folder):
+        return FolderTrust(folder)
+    asks = widening_in(*read_project(folder))
+    state = FolderTrust(folder, asks, digest_of(asks))
+    if not asks:
+        return state
+    remembered = _load().get(str(folder))
+    if isinstance(remembered, dict) and remembered.get("digest") == state.digest:
+        state.trusted, state.how = True, "remembered"
+    else:
+        state.how = "not trusted"
+    return state
+
+
+# --- ~/.kimi/trusted.json -------------------------------------------------------------------------------
+
+
+def store_path() -> Path:
+    return kimi_home() / "trusted.json"
+
+
+def _load() -> dict[str, Any]:
+    try:
+        data = json.loads(store_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    folders = data.get("folders") if isinstance(data, dict) else None
+    return folders if isinstance(folders, dict) else {}
+
+
+def _save(folders: dict[str, Any]) -> None:
+    write_private(store_path(), json.dumps({"version": 1, "folders": folders}, indent=2, sort_keys=True) + "\n")
+
+
+def remember(state: FolderTrust) -> None:
+    """Trust the folder's current widening settings (a later change to them asks again)."""
+    folders = _load()
+    folders[str(state.folder)] = {"digest": state.digest, "asks": state.summary(), "trusted_at": int(time.time())}
+    _save(folders)
+
+
+def revoke(folder: Path) -> bool:
+    folders = _load()
+    found = folders.pop(str(folder.resolve()), None) is not None
+    if found:
+        _save(folders)
+    return found
+
+
+def trusted_folders() -> dict[str, Any]:
+    return _load()
+
+
+# --- the decision for this session ----------------------------------------------------------------------
+
+_DECIDED: dict[Path, FolderTrust] = {}
+Ask = Callable[[FolderTrust], bool]
+
+
+def resolve(folder: Path, grant: bool = False, ask: Ask | None = None) -> FolderTrust:
+    """Decide once for this session: remembered trust, `--trust` (remembered), or the answer to `ask`.
+    Without either, the folder's widening settings are ignored (see FolderTrust.notice)."""
+    state = assess(folder)
+    if state.asks and not state.trusted:
+        if grant:
+            state.trusted, state.how = True, "--trust"
+            remember(state)
+        elif ask is not None and ask(state):
+            state.trusted, state.how = True, "you agreed"
+            remember(state)
+    _DECIDED[state.folder] = state
+    return state
+
+
+def decide(state: FolderTrust, trusted: bool, how: str) -> FolderTrust:
+    """Record an answer obtained elsewhere (an ACP permission request); a yes is remembered."""
+    if state.asks and trusted and not state.trusted:
+        state.trusted, state.how = True, how
+        remember(state)
+    _DECIDED[state.folder] = state
+    return state
+
+
+def current(folder: Path) -> FolderTrust:
+    """This session's decision for the folder, else what is remembered."""
+    folder = folder.resolve()
+    return _DECIDED.get(folder) or assess(folder)
+
+
+def is_trusted(folder: Path) -> bool:
+    """May this folder's config widen what kimi does? True when trusted or when it asks for nothing."""
+    return current(folder).applies
+
+
+def strip_widening(config: dict[str, Any]) -> dict[str, Any]:
+    """The project config without its widening settings (what narrows stays)."""
+    out = json.loads(json.dumps(config, default=str)) if config else {}
+    for key, rule in WIDENING.items():
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and _widens(rule, node.get(parts[-1])):
+            del node[parts[-1]]
+    return out
+
+
+def note_own_change(folder: Path, before: FolderTrust, key: str, value: Any) -> None:
+    """The user changed one widening setting themselves (saved an allow rule, `kimi mcp add`): the folder
+    stays trusted when its settings applied before and nothing else changed meanwhile. `value` None: removed."""
+    if not before.applies:
+        return
+    after = assess(folder)
+    expected = {w.key: w.value for w in before.asks}
+    if value is None:
+        expected.pop(key, None)
+    else:
+        expected[key] = value
+    got = {w.key: w.value for w in after.asks}
+    if json.dumps(got, sort_keys=True, default=str) == json.dumps(expected, sort_keys=True, default=str):
+        remember(after)
+        after.trusted, after.how = True, before.how if before.trusted else "your own change"
+        _DECIDED[after.folder] = after
+
+
+def note_own_allow_rule(folder: Path, before: FolderTrust, rule: str) -> None:
+    """The user saved an allow rule into the folder's config (see note_own_change)."""
+    allow = next((list(w.value) for w in before.asks if w.key == "approval.allow"), [])
+    note_own_change(folder, before, "approval.allow", [*allow, rule])

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import tarfile
 
-IMAGE = "kimi-sandbox-test:2"
+IMAGE = "kimi-sandbox-test:3"
 APPLETS = (
     "sh",
     "sleep",
@@ -39,6 +39,20 @@ APPLETS = (
     "sed",
     "printf",
     "test",
+    "timeout",
+    "tty",
+    "tr",
+    "seq",
+    "ln",
+    "stat",
+    "cp",
+    "mv",
+    "find",
+    "xargs",
+    "sort",
+    "readlink",
+    "unshare",
+    "setsid",
 )
 
 

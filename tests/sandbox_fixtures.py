@@ -1,19 +1,30 @@
-"""Fixtures for sandbox tests: a real backend (bwrap or docker) behind the real Shell tool."""
+"""Fixtures for sandbox tests: a real backend (bwrap, landlock or docker) behind the real Shell tool.
+
+The rig keeps one event loop for its lifetime, so a background task started by one call is still running
+(and still supervised) at the next, as in a session. `probe` is a static helper compiled from
+redteam_helper.c and copied into the workspace: the same attack runs on every backend (the Docker test
+image has no Python).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from kimi_cli.tools.background import TaskManager
 from kimi_cli.tools.base import ToolContext, ToolResult
 from kimi_cli.tools.sandbox.bwrap import BwrapSandbox
 from kimi_cli.tools.sandbox.docker_backend import DockerSandbox, docker_works
@@ -22,6 +33,7 @@ from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
 
 SECRET = "sk-sandbox-SECRET-42"
+HELPER = Path(__file__).with_name("redteam_helper.c")
 
 
 @dataclass
@@ -33,16 +45,63 @@ class Rig:
     home: Path
     outside: Path
     shell: Shell
+    sandbox: object = None
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
 
     def run(self, command: str, timeout: int | None = None) -> ToolResult:
         params = Shell.Params.model_validate({"command": command, "timeout": timeout})
-        return asyncio.run(self.shell.run(params, ToolContext(workspace=Workspace(self.ws))))
+        return self.loop.run_until_complete(self.shell.run(params, ToolContext(workspace=Workspace(self.ws))))
 
     def call(self, name: str, args: dict) -> ToolResult:
         from kimi_cli.toolset import default_tools
 
         ctx = ToolContext(workspace=Workspace(self.ws))
-        return asyncio.run(default_tools([self.shell]).call(name, json.dumps(args), ctx))
+        return self.loop.run_until_complete(default_tools([self.shell]).call(name, json.dumps(args), ctx))
+
+    def background(self, command: str) -> str:
+        """Start a background task (Shell with background: true); its task id."""
+        params = Shell.Params.model_validate({"command": command, "background": True})
+        result = self.loop.run_until_complete(self.shell.run(params, ToolContext(workspace=Workspace(self.ws))))
+        assert result.output.startswith("task_id: "), result.output
+        return result.output.split()[1]
+
+    def task_output(self, task_id: str) -> str:
+        assert self.shell.tasks is not None
+        self.loop.run_until_complete(asyncio.sleep(0))  # let the pump read what is there
+        return self.shell.tasks.read(task_id, None)
+
+    def wait_task(self, task_id: str, timeout: float = 20) -> str:
+        """Run the loop until the task has finished; its output."""
+        assert self.shell.tasks is not None
+        task = self.shell.tasks.get(task_id)
+
+        async def done() -> None:
+            if task.reader is not None:
+                await asyncio.wait_for(asyncio.shield(task.reader), timeout)
+
+        self.loop.run_until_complete(done())
+        return self.shell.tasks.read(task_id, None)
+
+    def close(self) -> None:
+        if self.shell.tasks is not None:
+            self.loop.run_until_complete(self.shell.tasks.close())
+        close = getattr(self.sandbox, "close_sync", None)
+        if close is not None:
+            close()
+        self.loop.close()
+
+
+@functools.lru_cache(maxsize=1)
+def probe_binary() -> Path | None:
+    """The helper, compiled once per test run (static, so it runs in the busybox image too)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    out = Path(tempfile.mkdtemp(prefix="kimi-probe-")) / "probe"
+    built = subprocess.run([cc, "-static", "-O1", "-o", str(out), str(HELPER)], capture_output=True, text=True)
+    if built.returncode != 0:  # no static libc: a dynamic one still serves bwrap and landlock
+        built = subprocess.run([cc, "-O1", "-o", str(out), str(HELPER)], capture_output=True, text=True)
+    return out if built.returncode == 0 else None
 
 
 def docker_ready() -> tuple[bool, str]:
@@ -55,10 +114,21 @@ def docker_ready() -> tuple[bool, str]:
     return True, ""
 
 
-def make_rig(tmp_path: Path, backend: str, network: bool = False) -> tuple[Rig, object]:
+def make_rig(
+    tmp_path: Path,
+    backend: str,
+    network: bool = False,
+    environ: dict[str, str] | None = None,
+    env_allow: list[str] | None = None,
+    env_deny: list[str] | None = None,
+    prepare: Callable[[Path], None] | None = None,
+) -> tuple[Rig, object]:
+    """`prepare(ws)` runs before the sandbox is built: what the workspace holds when a session starts."""
     ws = tmp_path / "ws"
     ws.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    if prepare is not None:
+        prepare(ws)
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text("-----BEGIN PRIVATE KEY-----\n")
@@ -68,15 +138,20 @@ def make_rig(tmp_path: Path, backend: str, network: bool = False) -> tuple[Rig, 
     outside.mkdir()
     private_tmp = tmp_path / "private-tmp"
     private_tmp.mkdir()
-    environ = {
+    full_environ = {
         **os.environ,
         "HOME": str(home),
         "KIMI_API_KEY": SECRET,
         "GITHUB_TOKEN": SECRET,
         "DB_PASSWORD": SECRET,
         "AWS_SECRET_ACCESS_KEY": SECRET,
+        **(environ or {}),
     }
-    policy = build_policy(ws, private_tmp, network=network, environ=environ)
+    probe = probe_binary()
+    if probe is not None:
+        shutil.copy2(probe, ws / "probe")
+    policy = build_policy(ws, private_tmp, network=network, environ=full_environ, env_allow=env_allow,
+                          env_deny=env_deny)  # fmt: skip
     if backend == "bwrap":
         sandbox: object = BwrapSandbox(policy, 30_000)
     elif backend == "landlock":
@@ -91,7 +166,9 @@ def make_rig(tmp_path: Path, backend: str, network: bool = False) -> tuple[Rig, 
         from docker_image import IMAGE
 
         sandbox = DockerSandbox(policy, 30_000, IMAGE, "512m", 256, session="test")
-    return Rig(backend, ws, home, outside, Shell(sandbox)), sandbox  # type: ignore[arg-type]
+    tasks = TaskManager(sandbox, str(ws)) if hasattr(sandbox, "spawn_spec") else None  # type: ignore[arg-type]
+    shell = Shell(sandbox, tasks=tasks)  # type: ignore[arg-type]
+    return Rig(backend, ws, home, outside, shell, sandbox), sandbox
 
 
 BACKENDS = ["bwrap", "landlock", "docker"]
@@ -105,20 +182,25 @@ def backends() -> list[str]:
 
 @pytest.fixture(params=backends())
 def rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
-    the_rig, sandbox = make_rig(tmp_path, request.param)
+    the_rig, _ = make_rig(tmp_path, request.param)
     yield the_rig
-    close = getattr(sandbox, "close_sync", None)
-    if close is not None:
-        close()
+    the_rig.close()
 
 
 @pytest.fixture(params=backends())
 def net_rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
-    the_rig, sandbox = make_rig(tmp_path, request.param, network=True)
+    the_rig, _ = make_rig(tmp_path, request.param, network=True)
     yield the_rig
-    close = getattr(sandbox, "close_sync", None)
-    if close is not None:
-        close()
+    the_rig.close()
+
+
+def need_probe(rig: Rig) -> str:
+    """The helper's path in the workspace, or a skip (no C compiler here)."""
+    if not (rig.ws / "probe").exists():
+        from conftest import require
+
+        require("cc", False, "a C compiler builds the red-team helper (tests/redteam_helper.c)")
+    return "./probe"
 
 
 class CountingServer:
@@ -142,6 +224,40 @@ class CountingServer:
             except OSError:
                 continue
             self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.sock.close()
+
+
+class UnixServer:
+    """A unix socket listener on the host that answers every client with `reply` and counts them: the
+    stand-in for docker.sock, an ssh-agent or a D-Bus bus. Abstract when `path` starts with '@'."""
+
+    def __init__(self, path: str, reply: bytes = b"outside") -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind("\0" + path[1:] if path.startswith("@") else path)
+        if not path.startswith("@"):
+            os.chmod(path, 0o777)  # DAC is not what keeps a command out
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.reply = reply
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            with contextlib.suppress(OSError):
+                conn.sendall(self.reply)
             conn.close()
 
     def close(self) -> None:

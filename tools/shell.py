@@ -69,7 +69,7 @@ class Shell(Tool[ShellParams]):
             status = f"timed out after {timeout} s (the command and its children were killed)"
         else:
             status = f"exit code: {result.exit_code}"
-        body = result.output if result.output else "(no output)"
+        body = (result.output if result.output else "(no output)") + self._env_notice()
         return ToolResult(
             f"{status}\n{body}",
             is_error=result.timed_out or result.exit_code != 0,
@@ -81,12 +81,17 @@ class Shell(Tool[ShellParams]):
             },
         )
 
+    def _env_notice(self) -> str:
+        """Once per session: which of kimi's environment variables the sandbox withheld, and the setting."""
+        notice = getattr(getattr(self.sandbox, "policy", None), "notice", None)
+        return notice.take() if notice is not None else ""
+
     async def _background(self, command: str) -> ToolResult:
         if self.tasks is None or not hasattr(self.sandbox, "spawn_spec"):
             raise ToolError(f"background commands are not available with the {self.sandbox.name} sandbox")
         task = await self.tasks.start(command)
         return ToolResult(
             f"task_id: {task.id}\nstarted in the background ({self.sandbox.name} sandbox); read its output with "
-            f"TaskOutput, stop it with TaskStop. You will be told when it finishes.",
+            f"TaskOutput, stop it with TaskStop. You will be told when it finishes.{self._env_notice()}",
             display={"kind": "shell", "command": command, "exit_code": None, "timed_out": False, "task": task.id},
         )

@@ -9,13 +9,14 @@ landlock backend (restrict.py) goes in with --seccomp: no setuid bits, no new na
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from kimi_cli.tools.sandbox.base import ExecResult, run_process_group
+from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
 from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
@@ -142,6 +143,20 @@ class BwrapSandbox:
             if result.exit_code == 0:
                 result.exit_code = 1
         return result
+
+    async def start(self, command: str) -> Started:
+        """A background command: the same sandbox, left running (bwrap's --die-with-parent ties it to kimi)."""
+        fd = self._program_fd()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv(command, fd), cwd=str(self.policy.workspace), env=self.policy.env,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True, preexec_fn=self.preexec, pass_fds=() if fd is None else (fd,),
+            )  # fmt: skip
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return Started.from_process(proc)
 
     def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], Callable[[], None] | None, tuple[int, ...]]:
         """For a background task or a reader: the same sandbox, started by the caller and left running.

@@ -139,7 +139,7 @@ def sandbox_env(
             ok = _matches(name, ALLOW) and not looks_like_credential(value)
         if ok:
             out[name] = value
-        elif name not in QUIET:
+        elif name not in QUIET and name not in NEVER:  # NEVER: no setting would pass it, nothing to say
             withheld.append(name)
     out.setdefault("PATH", SANE_PATH)
     out.setdefault("HOME", str(Path.home()))

@@ -207,6 +207,9 @@ class SlashCommands:
             f"sandbox {runtime.sandbox.name} ({runtime.sandbox_reason}): writable {runtime.workdir} and a private tmp; "
             f".git read-only; network {net}; approvals {runtime.config.approval.policy}"
         )
+        from kimi_cli.tools.sandbox.limits import describe
+
+        self.console.print(Text("\n".join(describe(runtime.sandbox))))
 
     async def cmd_allow(self, arg: str) -> None:
         prefix, save = arg.replace("--save", "").strip(), "--save" in arg

@@ -1,0 +1,59 @@
+"""What each backend enforces and what it cannot: one table, shown by `/sandbox` and mirrored in the README."""
+
+from __future__ import annotations
+
+from typing import Any
+
+COMMON = (
+    "environment by allowlist; credential-looking values and kimi's key never pass",
+    "hidden: the credential stores in hidden_paths.txt and sandbox.hidden_paths",
+    "seccomp: no setuid/setgid bits, no new namespaces, no TIOCSTI, no unix datagram or vsock sockets",
+)
+ENFORCES: dict[str, tuple[str, ...]] = {
+    "bwrap": (
+        "writes only in the workspace and a private /tmp; .git and .kimi mounted read-only",
+        "host sockets: /run and /var/run empty, /tmp private, other listening sockets covered",
+        "own pid and network namespaces (network off); all capabilities dropped",
+    ),
+    "landlock": (
+        "writes only in the workspace and a private tmp (Landlock); reads everywhere but hidden paths",
+        "unix sockets: connect() reaches only sockets in the workspace and private tmp (a supervisor decides)",
+        "no inet sockets unless the network is allowed; /dev: null, zero, full, random, urandom only",
+        "/proc/PID of processes outside the command is closed (Landlock's ptrace rule); no ptrace, "
+        "process_vm_*, landlock_* syscalls; no setsid, so nothing leaves the process group that is killed",
+        "nothing outlives kimi: a kill -9 of kimi takes every command and background task with it",
+    ),
+    "docker": (
+        "only the workspace is mounted (.git and .kimi read-only): no host socket, no home",
+        "network none unless allowed; read-only root; capabilities dropped; memory and pids limits",
+        "the container dies with kimi (its pid 1 reads a stdin kimi holds open)",
+    ),
+    "none": (),
+}
+CANNOT: dict[str, tuple[str, ...]] = {
+    "bwrap": ("a socket or credential file created outside /run and /tmp after the session began is not covered",),
+    "landlock": (
+        "modes (without setuid bits), owners within your groups, timestamps and xattrs of files you own outside "
+        "the workspace can change; as root that is every file",
+        ".git and .kimi are restored after each command, not kept read-only while it runs",
+        "abstract unix sockets and POSIX shared memory (/dev/shm, multiprocessing locks) are unavailable",
+    ),
+    "docker": ("runs as the image's user (root in most images); the seccomp profile replaces Docker's default",),
+    "none": ("no isolation at all: every command needs approval (or --yolo)",),
+}
+
+
+def describe(sandbox: Any) -> list[str]:
+    """Lines for `/sandbox`: what this session's backend enforces, then what it cannot."""
+    name = getattr(sandbox, "name", "none")
+    enforces = list(ENFORCES.get(name, ()))
+    cannot = list(CANNOT.get(name, ()))
+    policy = getattr(sandbox, "policy", None)
+    if name != "none":
+        enforces += COMMON
+    plan = getattr(sandbox, "plan", None)
+    if name == "landlock" and plan is not None and not plan.scoped:
+        cannot.append("this kernel's Landlock (ABI < 6) has no scopes: signals to your other processes pass")
+    if name == "bwrap" and policy is not None and policy.network and getattr(sandbox, "preexec", None) is None:
+        cannot.append("with the network on, the host's abstract unix sockets (X11, some D-Bus) are reachable")
+    return [f"  enforces: {line}" for line in enforces] + [f"  cannot:   {line}" for line in cannot]

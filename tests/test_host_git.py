@@ -60,6 +60,8 @@ def ran(marks: Path) -> list[str]:
 def plain_git(root: Path, *args: str) -> None:
     """Git as a user would run it by hand: the control that proves a plant works."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    for role in ("AUTHOR", "COMMITTER"):
+        env[f"GIT_{role}_NAME"], env[f"GIT_{role}_EMAIL"] = "Test", "t@example.com"
     subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, timeout=60)
 
 

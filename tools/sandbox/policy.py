@@ -83,7 +83,10 @@ def host_sockets(inside: list[Path], table: str = "/proc/net/unix") -> list[Path
         if len(parts) < 8 or not parts[7].startswith("/"):
             continue  # unnamed or abstract (bwrap's network namespace covers abstract names)
         path = Path(parts[7])
-        if any(path.is_relative_to(root) for root in inside) or not path.is_socket():
+        try:
+            if any(path.is_relative_to(root) for root in inside) or not path.is_socket():
+                continue
+        except OSError:  # not ours to stat (a non-root user and root's docker socket): we cannot reach it either
             continue
         found.setdefault(str(path), path)
     return list(found.values())

@@ -83,6 +83,22 @@ SECTIONS = [
 ]
 
 
+NOTES_HEADING = "## How to read these"
+
+
+def reading_notes(results: Path) -> str:
+    """The hand-written "How to read these" section of RESULTS.md, carried over when it is regenerated."""
+    try:
+        text = results.read_text()
+    except OSError:
+        return ""
+    start = text.find(NOTES_HEADING)
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + len(NOTES_HEADING))
+    return text[start : end if end >= 0 else len(text)].strip()
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     cpu = subprocess.run(
@@ -98,9 +114,9 @@ def main() -> None:
     for title, command, fn in SECTIONS:
         print(f"running: {title}", file=sys.stderr)
         parts += ["", f"## {title}", "", f"Reproduce: `{command}`", "", fn(quick)]
-    notes = HERE / "NOTES.md"
-    if notes.exists():
-        parts += ["", notes.read_text().strip()]
+    notes = reading_notes(HERE / "RESULTS.md")
+    if notes:
+        parts += ["", notes]
     (HERE / "RESULTS.md").write_text("\n".join(parts) + "\n")
     print((HERE / "RESULTS.md").read_text())
 

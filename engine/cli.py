@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import sys
 import time
@@ -205,7 +206,7 @@ def serve_command(
         typer.echo("multi-node: before serving, on each node:")
         for step in ray_steps(head_ip, nodes):
             typer.echo(f"  {step}")
-    typer.echo("$ " + " ".join(argv))
+    typer.echo("$ " + shlex.join(argv))  # quoted: the line pastes into a shell as it is (JSON options too)
     if dry_run:
         return
     raise typer.Exit(_supervise(argv, host, port, opts.served_name, timeout))

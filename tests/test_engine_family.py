@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -90,10 +91,14 @@ def test_serve_dry_run_on_k3_weights_builds_the_native_command(tmp_path: Path, r
                      "--force", "--spec-tokens", "2"], repo, env)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     command = next(line for line in proc.stdout.splitlines() if line.startswith("$ "))
-    assert "--tool-call-parser kimi_k3 --reasoning-parser kimi_k3" in command
-    assert "--trust-remote-code" not in command and "--enable-expert-parallel" in command
-    assert "--max-model-len 131072" in command
-    assert '--speculative-config {"method":"mtp","num_speculative_tokens":2}' in command
+    argv = shlex.split(command[2:])  # the printed line, read back as a shell reads a pasted line
+    assert argv[:3] == [argv[0], "serve", str(weights)] and argv[0].endswith("vllm")
+    options = " ".join(argv[3:])
+    assert "--tool-call-parser kimi_k3 --reasoning-parser kimi_k3" in options
+    assert "--trust-remote-code" not in argv and "--enable-expert-parallel" in argv
+    assert argv[argv.index("--max-model-len") + 1] == "131072"
+    spec = argv[argv.index("--speculative-config") + 1]
+    assert json.loads(spec) == {"method": "mtp", "num_speculative_tokens": 2}
 
 
 def test_vllm_0_33_own_parser_accepts_our_argv() -> None:

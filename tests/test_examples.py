@@ -115,6 +115,51 @@ def test_workflow_passes_actionlint() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+WORKFLOW = EXAMPLES / "github-actions" / "kimi-ci-repair.yml"
+ROOT = EXAMPLES.parent
+
+
+def workflow_install() -> tuple[str, str]:
+    """(the pip requirement that installs kimi in the workflow, with $KIMI_SOURCE filled in; every run script)."""
+    import re
+
+    import yaml
+
+    job = yaml.safe_load(WORKFLOW.read_text())["jobs"]["repair"]
+    runs = "\n".join(step.get("run", "") for step in job["steps"])
+    found = re.search(r'pip install "(kimi-cli-agent @ \$KIMI_SOURCE)"', runs)
+    assert found, "the workflow must install kimi from KIMI_SOURCE"
+    return found.group(1).replace("$KIMI_SOURCE", job["env"]["KIMI_SOURCE"]), runs
+
+
+def test_the_workflow_installs_kimi_from_its_repository_not_from_pypi() -> None:
+    import re
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    spec, runs = workflow_install()
+    requirement = Requirement(spec)
+    assert requirement.name == project["name"]
+    assert (requirement.url or "").startswith("git+" + project["urls"]["Homepage"] + "@")
+    assert not re.search(r"pip install [\"']?kimi-cli-agent[\"']?\s*$", runs, re.MULTILINE)  # not on PyPI
+
+
+def test_the_workflows_install_line_builds_kimi_from_a_checkout(tmp_path: Path) -> None:
+    """The same requirement, pointed at this checkout: pip clones it and builds kimi's metadata."""
+    spec, _ = workflow_install()
+    local = spec.split(" @ ")[0] + f" @ git+file://localhost{ROOT}"
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--quiet", "--report", str(report), local],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    installed = json.loads(report.read_text())["install"]
+    assert [item["metadata"]["name"] for item in installed] == ["kimi-cli-agent"]
+
+
 def test_actionlint_check_catches_a_broken_workflow(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yml"
     bad.write_text(

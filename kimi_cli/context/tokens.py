@@ -10,6 +10,9 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import json
+import logging
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +20,56 @@ from kimi_cli.context.cache_db import ContentCache
 
 CHUNK_CHARS = 500_000  # the tokenizer refuses inputs over 1M chars
 ENCODING = "o200k_base"
+TESTED_BPE = ((0, 1, 4), (0, 2))  # bpe-openai versions whose private binding is known to work: [low, high)
+TESTED_RANGE = ">=0.1.4,<0.2"  # the same range, as pyproject.toml pins it
+FALLBACK = f"token counts fall back to characters/4 (pip install 'bpe-openai{TESTED_RANGE}')"
+log = logging.getLogger("kimi.tokens")
+_told: set[str] = set()
 
 
 def _load_tokenizer() -> Any | None:
+    """o200k from bpe-openai's private binding, or None (token counts then fall back to characters/4).
+    The binding is not public API, so every way it can go missing says so on stderr, once."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or not spec.submodule_search_locations:
+        _warn(f"bpe-openai is not installed; {FALLBACK}")
         return None
+    version = bpe_version()
+    if version is not None and not TESTED_BPE[0] <= version < TESTED_BPE[1]:
+        _warn(f"bpe-openai {'.'.join(map(str, version))} is outside the tested range {TESTED_RANGE}; its private "
+              "binding may have changed")  # fmt: skip
     for folder in spec.submodule_search_locations:
         for lib in sorted(Path(folder).glob("_bindings*.so")):
             loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(lib))
             mod_spec = importlib.util.spec_from_file_location("bpe_openai._bindings", lib, loader=loader)
             if mod_spec is None:
                 continue
-            module = importlib.util.module_from_spec(mod_spec)
-            loader.exec_module(module)
-            return module.tokenizer_for_encoding(ENCODING)
+            try:
+                module = importlib.util.module_from_spec(mod_spec)
+                loader.exec_module(module)
+                return module.tokenizer_for_encoding(ENCODING)
+            except Exception as exc:  # renamed function, changed signature, a broken build
+                _warn(f"bpe-openai's binding {lib.name} did not give the {ENCODING} tokenizer ({exc!r}); {FALLBACK}")
+                return None
+    _warn(f"bpe-openai's tokenizer binding (_bindings*.so) is not where it was; {FALLBACK}")
     return None
+
+
+def bpe_version() -> tuple[int, ...] | None:
+    from importlib import metadata
+
+    try:
+        raw = metadata.version("bpe-openai")
+    except metadata.PackageNotFoundError:
+        return None
+    return tuple(int(part) for part in re.findall(r"\d+", raw)[:3]) or None
+
+
+def _warn(message: str) -> None:
+    log.warning(message)
+    if message not in _told:  # the user sees it without -v: estimates that are 10-30% off change budgets
+        _told.add(message)
+        sys.stderr.write(f"kimi: warning: {message}\n")
 
 
 def cache_dir() -> Path:

@@ -444,3 +444,20 @@ def test_kimi_p_with_branch_in_a_hostile_repository_runs_nothing(
     assert "+    return 2" in diff and "T: signed" in log
     assert (root / "new.py").exists()
     assert ran(marks) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the repository to another user")
+def test_a_repository_owned_by_another_user_is_refused_unless_listed_as_safe(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.delenv("SUDO_UID", raising=False)
+    subprocess.run(["chown", "-R", "1001:1001", str(repo)], check=True)
+    remember_session_start(repo)
+    out, err = tool(repo, command="status")
+    assert err and "owned by another user" in out and "safe.directory" in out
+    (user_home / ".gitconfig").write_text(f"[safe]\n\tdirectory = {repo}\n")
+    out, err = tool(repo, command="status")
+    assert not err and "## main" in out

@@ -13,9 +13,8 @@ programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.
 - gets `--no-ext-diff --no-textconv` where git would otherwise run diff drivers (`diff`, `log`, `show`);
 - names the repository itself (`GIT_DIR`, `GIT_WORK_TREE`), found here without running git, so that
   `core.worktree` cannot send a checkout into another folder;
-- refuses a repository whose `.git` file, `commondir`, `objects/info/alternates` or worktree links point
-  somewhere they did not point when the session started (outside the workspace, or into the writable tree
-  instead of `.git`).
+- refuses a repository whose links changed since the session started, or that belongs to another user
+  (kimi_cli.tools.git_repo_guard, whose names this module re-exports).
 
 With `[git] allow_hooks = true`, commit hooks run, but only the hook files seen when the session started:
 their content is kept then and written into a private folder for each commit (see `commit_hooks_dir`).
@@ -23,16 +22,29 @@ their content is kept then and written into a private folder for each commit (se
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import stat
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kimi_cli.tools.git_repo_guard import (  # re-exported: callers need only this module
+    RepoLocation,
+    SessionBaseline,
+    UnsafeRepository,
+    active_hooks,
+    baseline,
+    commit_hooks_dir,
+    find_repo,
+    open_repo,
+    remember_session_start,
+)
+
+__all__ = [
+    "HARDENING", "RepoLocation", "SafeGit", "SessionBaseline", "UnsafeRepository", "active_hooks", "baseline",
+    "commit_hooks_dir", "find_repo", "open_repo", "remember_session_start", "repo_env", "run_git", "workspace_git",
+]  # fmt: skip
 
 # Command-scope config for every host git call. /dev/null as the hooks folder: nobody can create a file
 # inside it, so no hook is ever found there (a directory could be written to, by someone, some day).
@@ -91,24 +103,6 @@ KEEP_ENV = {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMI
 DIFF_PORCELAIN = {"diff", "log", "show", "whatchanged"}
 DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
 FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$", re.IGNORECASE | re.DOTALL)
-HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit",
-              "post-rewrite", "reference-transaction", "post-index-change")  # fmt: skip
-MAX_HOOK_BYTES = 1024 * 1024
-
-
-class UnsafeRepository(Exception):
-    """The repository points somewhere it did not at session start; kimi will not run git on it."""
-
-
-@dataclass(frozen=True)
-class RepoLocation:
-    """A repository as found on disk: the work tree, this tree's git dir, the common dir, and where its
-    links lead (`kind -> target`) when that is outside the workspace's own `.git` folder."""
-
-    work_tree: Path
-    git_dir: Path
-    common_dir: Path
-    links: frozenset[str] = frozenset()
 
 
 def _sq(value: str) -> str:
@@ -126,209 +120,6 @@ def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in src.items() if not k.startswith("GIT_") or k in KEEP_ENV}
     env.update(HARDENED_ENV)
     return env
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
-
-
-def _read_gitfile(dot_git: Path) -> Path | None:
-    try:
-        text = dot_git.read_text(errors="replace").strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    target = Path(text[len("gitdir:") :].strip())
-    return (dot_git.parent / target).resolve() if not target.is_absolute() else target.resolve()
-
-
-def _is_git_dir(path: Path) -> bool:
-    common = path
-    commondir = path / "commondir"
-    if commondir.is_file():
-        try:
-            raw = commondir.read_text(errors="replace").strip()
-        except OSError:
-            return False
-        common = (path / raw).resolve() if raw else path
-    return (path / "HEAD").is_file() and (common / "objects").is_dir() and (common / "refs").is_dir()
-
-
-def find_repo(start: Path, workspace: Path | None = None) -> RepoLocation | None:
-    """The repository that holds `start`, found as git finds it (a `.git` folder or `gitdir:` file in it or a
-    parent), without running git. Bare repositories are never picked up by discovery."""
-    start = start.resolve()
-    workspace = (workspace or start).resolve()
-    for folder in (start, *start.parents):
-        dot_git = folder / ".git"
-        if dot_git.is_file():
-            git_dir = _read_gitfile(dot_git)
-            if git_dir is None or not _is_git_dir(git_dir):
-                continue
-            kind = "gitfile"
-        elif dot_git.is_dir():
-            git_dir, kind = dot_git.resolve(), "symlink" if dot_git.is_symlink() else ""
-            if not _is_git_dir(git_dir):
-                continue
-        else:
-            continue
-        return _located(folder, git_dir, workspace, kind)
-    return None
-
-
-def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> RepoLocation:
-    own = (workspace / ".git").resolve()
-    links: set[str] = set()
-
-    def note(name: str, target: Path) -> None:
-        if not _inside(target, own):  # outside the workspace's .git: outside the workspace, or in its tree
-            links.add(f"{name} -> {target}")
-
-    if kind:
-        note(f".git {kind}", git_dir)
-    elif not _inside(work_tree, workspace):
-        note("repository above the workspace", git_dir)
-    common = git_dir
-    commondir = git_dir / "commondir"
-    if commondir.is_file():
-        raw = commondir.read_text(errors="replace").strip()
-        common = (git_dir / raw).resolve()
-        note("commondir", common)
-    for objects in {git_dir / "objects", common / "objects"}:
-        alternates = objects / "info" / "alternates"
-        if alternates.is_file():
-            for line in alternates.read_text(errors="replace").splitlines():
-                line = line.strip()
-                if line and not line.startswith("#"):
-                    note("objects/info/alternates", (objects / line).resolve())
-    worktrees = common / "worktrees"
-    if worktrees.is_dir():
-        for entry in sorted(worktrees.iterdir()):
-            link = entry / "gitdir"
-            if link.is_file():
-                raw = link.read_text(errors="replace").strip()
-                note(f"worktree {entry.name}", (entry / raw).resolve())
-    return RepoLocation(work_tree, git_dir, common, frozenset(links))
-
-
-@dataclass
-class SessionBaseline:
-    """What a workspace's repository looked like when the session started: its links and its hooks."""
-
-    links: frozenset[str] = frozenset()
-    hooks: dict[str, tuple[bytes, int]] = field(default_factory=dict)  # name -> (content, mode)
-    hooks_dir: Path | None = None
-
-
-_BASELINES: dict[Path, SessionBaseline] = {}
-
-
-def remember_session_start(workspace: Path) -> SessionBaseline:
-    """Record the repository's links and hook files now; later calls compare against this."""
-    workspace = workspace.resolve()
-    location = find_repo(workspace, workspace)
-    baseline = SessionBaseline()
-    if location is not None:
-        baseline.links = location.links
-        baseline.hooks_dir, baseline.hooks = _read_hooks(location)
-    _BASELINES[workspace] = baseline
-    return baseline
-
-
-def baseline(workspace: Path) -> SessionBaseline:
-    """The session-start record for a workspace (taken now if nothing recorded it yet, e.g. `kimi pack`)."""
-    return _BASELINES.get(workspace.resolve()) or remember_session_start(workspace)
-
-
-def open_repo(workspace: Path) -> RepoLocation | None:
-    """The workspace's repository, or None outside git; UnsafeRepository if a link changed since the start."""
-    workspace = workspace.resolve()
-    known = baseline(workspace)
-    location = find_repo(workspace, workspace)
-    if location is None:
-        return None
-    new = sorted(location.links - known.links)
-    if new:
-        raise UnsafeRepository(
-            f"refused to run git: the repository now has {'; '.join(new)}, which it did not have when the "
-            "session started (a command may have planted it to make git read config from elsewhere). "
-            "Check the .git folder; kimi trusts such links only when they were there at start."
-        )
-    return location
-
-
-def _hooks_folder(location: RepoLocation) -> Path:
-    """Where git would look for hooks: core.hooksPath from the repository's own config, else hooks/."""
-    env = base_env()
-    env.update(GIT_DIR=str(location.git_dir), GIT_WORK_TREE=str(location.work_tree))
-    env["GIT_CONFIG_PARAMETERS"] = config_parameters(HARDENING)
-    out = subprocess.run(
-        ["git", "config", "--show-scope", "--get-all", "core.hooksPath"], cwd=location.work_tree, env=env,
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    lines = [ln.split("\t", 1) for ln in out.stdout.splitlines() if "\t" in ln]
-    paths = [value for scope, value in lines if scope != "command"]
-    if paths and paths[-1]:
-        return (location.work_tree / os.path.expanduser(paths[-1])).resolve()
-    return location.common_dir / "hooks"
-
-
-def _read_hooks(location: RepoLocation) -> tuple[Path | None, dict[str, tuple[bytes, int]]]:
-    try:
-        folder = _hooks_folder(location)
-    except (OSError, subprocess.SubprocessError):
-        return None, {}
-    found: dict[str, tuple[bytes, int]] = {}
-    try:
-        entries = list(folder.iterdir()) if folder.is_dir() else []
-    except OSError:
-        entries = []
-    for entry in entries:
-        try:
-            st = entry.stat()
-            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_HOOK_BYTES:
-                found[entry.name] = (entry.read_bytes(), stat.S_IMODE(st.st_mode))
-        except OSError:
-            continue
-    return folder, found
-
-
-def active_hooks(workspace: Path) -> dict[str, bool]:
-    """Executable commit hooks in the repository now -> whether each is exactly the one seen at start."""
-    location = open_repo(workspace)
-    if location is None:
-        return {}
-    start = baseline(workspace)
-    _, now = _read_hooks(location)
-    result = {}
-    for name in HOOK_NAMES:
-        current = now.get(name)
-        if current is not None and current[1] & 0o111:
-            result[name] = start.hooks.get(name) == current
-    return result
-
-
-def commit_hooks_dir(workspace: Path) -> Path:
-    """A new private folder holding the hook files as they were at session start (caller removes it)."""
-    from kimi_cli.paths import kimi_home
-
-    parent = kimi_home() / "tmp"
-    parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    folder = Path(tempfile.mkdtemp(prefix="hooks-", dir=parent))
-    for name, (content, mode) in baseline(workspace).hooks.items():
-        target = folder / name
-        target.write_bytes(content)
-        os.chmod(target, mode & 0o755)
-    return folder
-
-
-def hook_digest(workspace: Path) -> str:
-    """A short digest of the hooks seen at start (for logs and messages)."""
-    h = hashlib.sha256()
-    for name, (content, _) in sorted(baseline(workspace).hooks.items()):
-        h.update(name.encode() + b"\0" + content)
-    return h.hexdigest()[:12]
 
 
 def repo_env(location: RepoLocation | None, extra: Sequence[tuple[str, str]] = (), **paths: str) -> dict[str, str]:

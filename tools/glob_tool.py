@@ -46,8 +46,9 @@ class Glob(Tool[GlobParams]):
         prefix = "" if prefix == "." else prefix + "/"
         files = await asyncio.to_thread(list_files, ctx.workspace.root)
         hits = [f for f in files if f.startswith(prefix) and glob_match(f[len(prefix) :], params.pattern)]
+        display = {"kind": "glob", "pattern": params.pattern, "count": len(hits), "truncated": len(hits) > MAX_MATCHES}
         if not hits:
-            return ToolResult(f"no files match {params.pattern!r}")
+            return ToolResult(f"no files match {params.pattern!r}", display=display)
         shown = hits[:MAX_MATCHES]
         more = f"\n[{len(hits) - MAX_MATCHES} more not shown; narrow the pattern]" if len(hits) > MAX_MATCHES else ""
-        return ToolResult("\n".join(shown) + more)
+        return ToolResult("\n".join(shown) + more, display=display)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
@@ -91,11 +93,12 @@ class Grep(Tool[GrepParams]):
         if out.exit_code == 2 and not out.lines and out.stderr.strip():  # --no-messages: only fatal errors speak
             raise ToolError(f"invalid regex {params.pattern!r}: {_rg_error(out.stderr)}")
         if not found:
-            return ToolResult(f"no matches for {params.pattern!r}")
+            return ToolResult(f"no matches for {params.pattern!r}", display=_display(params, [], False))
         lines = [_strip_dot(line) for line in found]
+        display = _display(params, lines, out.stopped_early)
         if out.stopped_early:
             lines.append(f"[stopped at max_results={params.max_results}]")
-        return ToolResult(cap_text("\n".join(lines), OUTPUT_CAP))
+        return ToolResult(cap_text("\n".join(lines), OUTPUT_CAP), display=display)
 
 
 def _strip_dot(line: str) -> str:
@@ -105,3 +108,11 @@ def _strip_dot(line: str) -> str:
 def _rg_error(stderr: str) -> str:
     text = " ".join(line.strip() for line in stderr.splitlines() if line.strip())
     return text[:500] or "ripgrep refused the pattern"
+
+
+def _display(params: GrepParams, lines: list[str], truncated: bool) -> dict[str, object]:
+    """Matching lines and the files they are in, for the UI (context lines use `-` after the line number)."""
+    matches = [line for line in lines if re.match(r"^.+?:\d+:", line)] if params.context else lines
+    files = {line.split(":", 1)[0] for line in matches}
+    return {"kind": "grep", "pattern": params.pattern, "matches": len(matches), "files": len(files),
+            "truncated": truncated}  # fmt: skip

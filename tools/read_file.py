@@ -82,7 +82,8 @@ class ReadFile(Tool[ReadFileParams]):
             if text is not None:  # the editor's buffer, saved or not
                 data = text.encode("utf-8")
                 lines, total, bad, more = self._window(b"", io.BytesIO(data), params, count_all=True)
-                return ToolResult("\n".join(lines + self._notes(params, lines, total, bad, more, len(data))))
+                notes = self._notes(params, lines, total, bad, more, len(data))
+                return ToolResult("\n".join(lines + notes), display=_display(params, lines, total))
         # Off the event loop: a slow disk, a FIFO or a huge file must not stall the session or other reads.
         return await asyncio.to_thread(self._read, params, ctx)
 
@@ -102,7 +103,9 @@ class ReadFile(Tool[ReadFileParams]):
             if looks_binary(head):
                 raise ToolError(f"{params.path} is a binary file; ReadFile only shows text")
             lines, total, bad_utf8, more = self._window(head, fh, params, count_all=size < COUNT_ALL_BELOW)
-        return ToolResult("\n".join(lines + self._notes(params, lines, total, bad_utf8, more, size)))
+        notes = self._notes(params, lines, total, bad_utf8, more, size)
+        known = size < COUNT_ALL_BELOW or not more
+        return ToolResult("\n".join(lines + notes), display=_display(params, lines, total if known else None))
 
     def _window(
         self, head: bytes, fh: BinaryIO, params: ReadFileParams, count_all: bool
@@ -151,3 +154,10 @@ class ReadFile(Tool[ReadFileParams]):
         if bad_utf8:
             notes.append("(not valid UTF-8: undecodable bytes are shown as U+FFFD)")
         return notes
+
+
+def _display(params: ReadFileParams, lines: list[str], total: int | None) -> dict[str, object]:
+    """What the UI says about the read: which lines of how many (None: the file was not read to its end)."""
+    first = params.line_offset
+    return {"kind": "read", "path": params.path, "lines": len(lines), "first": first,
+            "last": first + len(lines) - 1, "total": total}  # fmt: skip

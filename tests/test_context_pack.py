@@ -178,3 +178,50 @@ def test_pack_is_fast_to_import_lazily() -> None:
     code = "import sys, kimi_cli.cli; print('tree_sitter' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run(["python3", "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+def test_outlines_are_parsed_in_rank_order_and_stop_when_their_share_is_spent(repo: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    from kimi_cli.context.packer import OUTLINE_SHARE
+
+    many_modules(repo, 300)
+    packer = RepoPacker(repo)
+    pack = packer.pack("", 20_000, use_cache=False)
+    state = next(iter(packer._memory.values()))
+    full = [p for p in state.order if state.modes.get(p) == "full"]
+    outlined = [p for p in state.order if state.modes.get(p) == "outline"]
+    assert full and outlined
+    assert sum(state.costs[p] for p in full) <= state.room * (1 - OUTLINE_SHARE)  # the outline share is kept
+    assert sum(state.costs.values()) <= state.room and pack.tokens <= 20_000
+    # Outlines follow the rank order: the first file left out in full is the first one outlined.
+    rest = [p for p in state.order if p not in full and p.endswith(".py") and not p.startswith("tests/")]
+    assert outlined[0] == rest[0]
+    # Only the files that can be used were parsed: a batch ahead of the last outline, not all 300 modules.
+    with sqlite3.connect(tmp_path / "cache" / "kimi" / "tags.sqlite") as db:
+        parsed = db.execute("select count(*) from tags").fetchone()[0]
+    assert len(outlined) <= parsed < 300
+    again = RepoPacker(repo).pack("", 20_000, use_cache=False)
+    assert again.text == pack.text  # still deterministic
+
+
+def test_a_cold_pack_holds_no_file_text_after_counting_it(tmp_path: Path) -> None:
+    """18 MB of source, a 10k budget: the peak of Python allocations stays far below the repository's size
+    (the scan keeps facts, not texts; later stages read again only what they use)."""
+    import tracemalloc
+
+    root = tmp_path / "big"
+    root.mkdir()
+    line = "The cache entry is written before the lock is taken, which is the bug we keep seeing.\n"
+    for i in range(150):
+        (root / f"notes_{i:03d}.md").write_text(f"# Notes {i}\n" + line * 1400)
+    total = sum(p.stat().st_size for p in root.iterdir())
+    assert total > 18_000_000
+    tracemalloc.start()
+    try:
+        pack = RepoPacker(root).pack("the cache lock bug", 10_000, use_cache=False, persist=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert pack.tokens <= 10_000 and len(pack.by_mode("listed")) == 150  # none fits: 30k tokens each
+    assert peak < total / 4, f"peak {peak:,} bytes for {total:,} bytes of text"

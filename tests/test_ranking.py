@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from kimi_cli.context.cold import rank_repository
 from kimi_cli.context.generated import generated_reason
 from kimi_cli.context.packer import RepoPacker
-from kimi_cli.context.rank import co_changed, history, kind_weight, rank_files, recent_files
+from kimi_cli.context.rank import co_changed, history, kind_weight, recent_files
 from kimi_cli.context.relevance import lexical_scores, query_terms
 
 from conftest import git
@@ -81,11 +82,7 @@ def test_the_reference_graph_pulls_in_what_the_best_hit_calls(tmp_path: Path) ->
     for path, text in texts.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
-    packer = RepoPacker(root)
-    from kimi_cli.context.analysis import keys_for
-
-    outlines = packer.analyzer.outlines(texts, keys_for(texts))
-    order, why = rank_files(root, "the monthly report crashes on empty input", texts, outlines)
+    order, why = rank_repository(root, "the monthly report crashes on empty input")
     assert order[:2] == ["app/report.py", "app/render.py"]
     assert why["app/render.py"].startswith("relevant to the task")
 
@@ -139,3 +136,79 @@ def test_pack_progress_is_quiet_at_first_then_prints_each_stage_once(monkeypatch
     progress("outlining", 0, 3000)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2 and "reading 500/54,000 files" in lines[0] and "outlining" in lines[1]
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+JS_MONOREPO = {
+    "package.json": '{"name": "demo-root", "private": true, "workspaces": ["packages/*"]}\n',
+    "packages/core/package.json": (
+        '{"name": "@demo/core", "exports": {".": {"types": "./dist/index.d.ts", "import": "./dist/index.js"},'
+        ' "./utils/*": "./dist/utils/*.js"}}\n'
+    ),
+    "packages/core/src/index.ts": "export { parseRoute } from './routing/parse.js';\n",
+    "packages/core/src/routing/parse.ts": (
+        "import { splitSegments } from './segments';\nexport function parseRoute(p: string) {\n"
+        "  return splitSegments(p);\n}\n"
+    ),
+    "packages/core/src/routing/segments/index.ts": "export const splitSegments = (p: string) => p.split('/');\n",
+    "packages/core/src/utils/slug.ts": "export function slugify(s: string) { return s.toLowerCase(); }\n",
+    "packages/app/package.json": '{"name": "@demo/app", "main": "lib/main.js"}\n',
+    "packages/app/src/main.ts": (
+        "import { parseRoute } from '@demo/core';\nimport { slugify } from '@demo/core/utils/slug';\n"
+        "import render from './render';\nimport React from 'react';\n"
+        "export function dashboardHeader(title: string) {\n  return render(slugify(title), parseRoute('/'));\n}\n"
+    ),
+    "packages/app/src/render.ts": "export default function (a: string, b: string[]) {\n  return [a, ...b].join();\n}\n",
+    "packages/app/src/unrelated.ts": "export function unrelatedThing() { return 1; }\n",
+}
+
+
+def test_js_imports_resolve_relative_index_exports_and_workspace_packages(tmp_path: Path) -> None:
+    from kimi_cli.context.imports import Resolver, import_specs
+
+    write_tree(tmp_path, JS_MONOREPO)
+    manifests = {p: t for p, t in JS_MONOREPO.items() if p.endswith("package.json")}
+    resolver = Resolver(JS_MONOREPO, manifests)
+    main = "packages/app/src/main.ts"
+    specs = import_specs("typescript", JS_MONOREPO[main])
+    assert specs == ("@demo/core", "@demo/core/utils/slug", "./render", "react")
+    resolved = {s: resolver.resolve(main, "typescript", s) for s in specs}
+    assert resolved == {
+        "@demo/core": "packages/core/src/index.ts",  # exports "." -> dist/index.js -> the source beside it
+        "@demo/core/utils/slug": "packages/core/src/utils/slug.ts",  # a `*` pattern in exports
+        "./render": "packages/app/src/render.ts",  # relative, extension left out
+        "react": None,  # not in the repository
+    }
+    index = "packages/core/src/index.ts"
+    assert resolver.resolve(index, "typescript", "./routing/parse.js") == "packages/core/src/routing/parse.ts"
+    parse = "packages/core/src/routing/parse.ts"
+    assert resolver.resolve(parse, "typescript", "./segments") == "packages/core/src/routing/segments/index.ts"
+    assert resolver.resolve(parse, "typescript", "./missing") is None
+
+
+def test_python_imports_resolve_absolute_and_relative() -> None:
+    from kimi_cli.context.imports import Resolver, import_specs
+
+    paths = ["src/pkg/__init__.py", "src/pkg/models.py", "src/pkg/sub/__init__.py", "src/pkg/sub/views.py"]
+    resolver = Resolver(paths, {})
+    specs = import_specs("python", "import os\nfrom pkg.models import Thing\nfrom ..models import Other\n")
+    views = "src/pkg/sub/views.py"
+    got = {s: resolver.resolve(views, "python", s) for s in specs}
+    assert got["pkg.models"] == "src/pkg/models.py" and got["..models"] == "src/pkg/models.py"
+    assert got["os"] is None and got["pkg.models.Thing"] is None
+
+
+def test_a_file_reached_only_by_an_import_follows_the_best_hit(tmp_path: Path) -> None:
+    """render.ts shares no word with the task and defines no name (a default export): only the import
+    from the best hit links it. The unrelated file has neither."""
+    write_tree(tmp_path, JS_MONOREPO)
+    order, why = rank_repository(tmp_path, "the dashboard header shows the wrong title")
+    assert order[0] == "packages/app/src/main.ts"
+    assert order.index("packages/app/src/render.ts") < order.index("packages/app/src/unrelated.ts")
+    assert why["packages/app/src/render.ts"].startswith("relevant to the task")
+    assert not why["packages/app/src/unrelated.ts"].startswith("relevant to the task")

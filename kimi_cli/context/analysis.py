@@ -1,18 +1,23 @@
-"""Per-file analysis, cached by content: token counts, and tree-sitter definitions plus identifiers.
+"""Per-file analysis, cached by content: token counts, and tree-sitter definitions for outlines.
 
 Definitions are extracted on every core (fork workers) when there is enough source to repay the start-up.
+Ranking does not wait on them (kimi_cli.context.scan finds names by regular expression): only the files
+that are going to be outlined are parsed, in the order they are used (`outlines_in_order`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kimi_cli.context.cache_db import ContentCache
 from kimi_cli.context.languages import language_for
-from kimi_cli.context.tags import Definition, decode_defs, encode_defs, extract_definitions, identifiers
+from kimi_cli.context.tags import Definition, decode_defs, encode_defs, extract_definitions
 from kimi_cli.context.tokens import TokenCounter, cache_dir, content_key
 
 PARALLEL_MIN_BYTES = 2_000_000  # below this, starting worker processes costs more than it saves
@@ -21,11 +26,11 @@ PARALLEL_MIN_BYTES = 2_000_000  # below this, starting worker processes costs mo
 @dataclass
 class Outline:
     defs: list[Definition]
-    idents: set[str]
+    idents: set[str] = field(default_factory=set)  # no longer filled: ranking reads names in the scan
 
 
 class TagCache(ContentCache):
-    """Definitions and identifiers by content key, beside the token counts."""
+    """Definitions by content key, beside the token counts (the `idents` column is kept, empty)."""
 
     def __init__(self, path: Path | None = None) -> None:
         super().__init__(path or cache_dir() / "tags.sqlite", "tags", ("defs", "idents"))
@@ -39,16 +44,12 @@ def is_test_path(path: str) -> bool:
 
 
 def _outline_batch(batch: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """In a worker (or in-process): encoded definitions and identifiers for (path, text) pairs.
+    """In a worker (or in-process): encoded definitions for (path, text) pairs.
 
     Tests are not parsed: what they define is rarely used elsewhere, and on a large project they are half
-    the source (SQLAlchemy: 12 of 21 MB). Their identifiers still give the reference graph its edges.
+    the source (SQLAlchemy: 12 of 21 MB).
     """
-    out = []
-    for path, text in batch:
-        defs = [] if is_test_path(path) else extract_definitions(path, text)
-        out.append((encode_defs(defs), " ".join(sorted(identifiers(text)))))
-    return out
+    return [(encode_defs([] if is_test_path(path) else extract_definitions(path, text)), "") for path, text in batch]
 
 
 class Analyzer:
@@ -86,11 +87,64 @@ class Analyzer:
             cached[keys[path]] = row
         out: dict[str, Outline] = {}
         for path in sources:
-            defs_raw, idents_raw = cached[keys[path]]
-            defs = decode_defs(defs_raw)
+            defs = decode_defs(cached[keys[path]][0])
             if defs is not None:
-                out[path] = Outline(defs, set(idents_raw.split()))
+                out[path] = Outline(defs)
         return out
+
+    def outlines_in_order(
+        self, paths: list[str], keys: dict[str, str], read: Callable[[str], str | None]
+    ) -> Generator[tuple[str, Outline | None], None, None]:
+        """(path, outline) in the order of `paths`, parsed lazily: a batch at a time (8, 16, ... 128 files),
+        the next one parsing in workers while this one is used once the work is big enough to repay them.
+        The caller stops when it has enough; close() cancels the rest. Texts are read (and keys taken)
+        a batch at a time and dropped after parsing."""
+        pool: Any = None
+        ahead: deque[tuple[list[str], dict[str, Any], list[Any]]] = deque()
+        start, size = 0, 8
+
+        def submit() -> None:
+            nonlocal start, size, pool
+            batch = paths[start : start + size]
+            start += len(batch)
+            size = min(size * 2, 128)
+            texts = {p: t for p in batch if (t := read(p)) is not None}
+            keys.update({p: content_key(t) for p, t in texts.items() if p not in keys})
+            cached = self.tags.lookup_many(sorted({keys[p] for p in texts}))
+            todo = [(p, texts[p]) for p in batch if p in texts and keys[p] not in cached]
+            work = sum(len(t) for _, t in todo)
+            if pool is None and self.workers >= 2 and work >= PARALLEL_MIN_BYTES // 8:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+            if pool is not None and todo:
+                parts = [todo[i :: self.workers] for i in range(self.workers)]
+                futures = [(part, pool.submit(_outline_batch, part)) for part in parts if part]
+                ahead.append((batch, cached, futures))
+            else:
+                ahead.append((batch, cached, [(todo, _outline_batch(todo))] if todo else []))
+
+        try:
+            submit()
+            while ahead:
+                batch, cached, parts = ahead.popleft()
+                if start < len(paths):
+                    submit()  # the next batch parses while this one is used
+                fresh = []
+                for part, answer in parts:
+                    rows = answer if isinstance(answer, list) else answer.result()
+                    for (path, _text), row in zip(part, rows, strict=True):
+                        cached[keys[path]] = row
+                        fresh.append((keys[path], *row))
+                self.tags.store(fresh)
+                for path in batch:
+                    row = cached.get(keys.get(path, ""))
+                    decoded = decode_defs(row[0]) if row else None
+                    yield path, (Outline(decoded) if decoded is not None else None)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def _run(self, todo: list[tuple[str, str]]) -> list[tuple[str, str]]:
         size = sum(len(t) for _, t in todo)

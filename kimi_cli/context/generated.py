@@ -35,7 +35,8 @@ def generated_reason(path: str, text: str) -> str | None:
         return "minified or bundled"
     if GENERATED_DIRS.search(path):
         return "generated or vendored folder"
-    if GENERATED_MARK.search(text[:HEAD_CHARS]):
+    head = text[:HEAD_CHARS].lower()
+    if ("generat" in head or "do not edit" in head) and GENERATED_MARK.search(head):  # the regex only if it can
         return "marked generated"
     if DATA_EXT.search(path) and len(text) > DATA_MAX_CHARS:
         return f"data file over {DATA_MAX_CHARS // 1000} kB"

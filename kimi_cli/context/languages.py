@@ -63,6 +63,34 @@ DEF_QUERIES = {
 }
 
 
+# Definitions found by regular expression, for ranking: the names a file defines, without a parse. Cheap
+# enough to run on every file of a 14k-file tree; tree-sitter runs only on the files that get outlined.
+# Each pattern's first group is the name. A line start is written `\n` (the text is searched with a
+# newline in front): a literal lets the regex engine skip ahead, where `^` in multiline mode tries every
+# position (2x slower on SQLAlchemy).
+_JS_CHEAP = (
+    r"(?:\n|[ \t;(])(?:function\*?|class|interface|type|enum)[ \t]+([A-Za-z_$][\w$]*)",
+    r"(?:\n|[ \t;])(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*(?::[^=\n]*)?=[ \t]*(?:async[ \t]*)?"
+    r"(?:function\b|\([^)\n]*\)[ \t]*(?::[^=\n]*)?=>|[A-Za-z_$][\w$]*[ \t]*=>)",
+)
+CHEAP_DEFS: dict[str, tuple[str, ...]] = {
+    "python": (r"\n[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)",),
+    "javascript": _JS_CHEAP,
+    "typescript": _JS_CHEAP,
+    "tsx": _JS_CHEAP,
+    "go": (r"\nfunc[ \t]+(?:\([^)]*\)[ \t]*)?([A-Za-z_]\w*)",
+           r"\n(?:type[ \t]+|\t)([A-Za-z_]\w*)[ \t]+(?:struct|interface)\b"),
+    "rust": (r"\b(?:fn|struct|enum|trait|mod|union)[ \t]+([A-Za-z_]\w*)",),
+    "java": (r"\b(?:class|interface|enum|record)[ \t]+([A-Za-z_]\w*)",
+             r"\n[ \t]+(?:(?:public|private|protected|static|final|abstract|synchronized)[ \t]+)+[\w<>\[\],. ?]+[ \t]+"
+             r"([A-Za-z_]\w*)[ \t]*\("),
+    "c": (r"\b(?:struct|enum|union)[ \t]+([A-Za-z_]\w*)[ \t]*\{",
+          r"\n[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)[ \t]*\([^;{]*\)[ \t]*\{"),
+    "cpp": (r"\b(?:struct|class|enum|union|namespace)[ \t]+([A-Za-z_]\w*)[ \t]*[:{]",
+            r"\n[A-Za-z_][\w \t*&:<>,]*?\b([A-Za-z_]\w*)[ \t]*\([^;{]*\)[ \t]*(?:const[ \t]*)?\{"),
+}  # fmt: skip
+
+
 @dataclass
 class Grammar:
     language: Any
@@ -87,3 +115,11 @@ def grammar(name: str) -> Grammar | None:
         return Grammar(language, ts.Parser(language), ts.Query(language, DEF_QUERIES[name]))
     except (ImportError, AttributeError, KeyError, ValueError):
         return None
+
+
+@cache
+def cheap_pattern(name: str) -> Any:
+    """One compiled alternation of the language's definition patterns."""
+    import re
+
+    return re.compile("|".join(f"(?:{p})" for p in CHEAP_DEFS[name]))

@@ -12,7 +12,7 @@ from typing import Any
 
 from kimi_cli.context.tokens import cache_dir
 
-VERSION = 1
+VERSION = 2  # 2: ranking from the scan (regex names, imports); keys only for files read again
 Fingerprint = dict[str, list[int]]  # path -> [size, mtime_ns]
 
 

@@ -12,7 +12,6 @@ from kimi_cli.context.enumerate import DEFAULT_MAX_BYTES, FileRecord, list_paths
 from kimi_cli.context.pack_cache import PackState, fingerprint, load_state, save_state, state_path
 from kimi_cli.context.pack_markup import BOUNDARY_TOKENS, block, boundary_for, close_repository, open_repository
 from kimi_cli.context.pack_markup import tree_name as _name
-from kimi_cli.context.rank import rank_files
 from kimi_cli.context.tags import skeleton
 from kimi_cli.context.tokens import TokenCounter
 
@@ -112,81 +111,20 @@ class RepoPacker:
             if len(changed) <= max(5, len(paths) // 50):
                 fresh = self._refresh(state, changed)
         if fresh is None:
-            fresh = self._cold(self.read(paths), task, budget)
+            fresh = self._cold(paths, task, budget, sum(max(0, v[0]) for v in fp.values()))
         fresh.fingerprint = fp
         self._memory[cache_file] = fresh
         if persist:
             save_state(cache_file, fresh)
         return self._from_state(fresh, budget)
 
-    def _cold(self, records: list[FileRecord], task: str, budget: int) -> PackState:
-        texts = {r.path: r.text for r in records if r.text is not None}
-        keys = keys_for(texts)
-        collapse = len(records) > COLLAPSE_AT
-        tree_tokens = self.counter.count(render_tree(records, {}, placeholder=True))
-        if collapse:
-            tree_tokens = min(tree_tokens, int(budget * LISTING_SHARE))
-        room = int(budget * (1 - SAFETY)) - tree_tokens - 64
-        tokens: dict[str, int] = {}
-        total_chars = sum(len(t) for t in texts.values())
-        if total_chars / MAX_CHARS_PER_TOKEN <= room:  # it might all fit: count everything
-            self.progress("counting", 0, len(texts))
-            tokens = self.analyzer.tokens(texts, keys, sorted(texts))
-        fits = len(tokens) == len(texts) and sum(tokens[p] + overhead(p) for p in texts) <= room
-        outlines: dict[str, Outline] | None = None
-        demoted = self._demoted(task, texts)
-        if not fits:
-            candidates = self._outline_candidates(task, texts, demoted)
-            self.progress("outlining", 0, len(candidates))
-            outlines = self.analyzer.outlines({p: texts[p] for p in candidates}, keys)
-        self.progress("ranking", 0, len(texts))
-        order, why = rank_files(self.root, task, texts, outlines, set(demoted))
-        modes, costs = self._choose([p for p in order if p not in demoted], texts, keys, tokens, outlines or {}, room,
-                                    fits)  # fmt: skip
-        why.update({p: f"listed only: {reason}" for p, reason in demoted.items()})
-        repo_tokens, exact = _repo_tokens(texts, tokens)
-        skipped = {r.path: [r.size, r.reason] for r in records if r.text is None}
-        state = PackState(
-            {}, order, why, dict(modes), costs, tokens, keys, skipped, tree_tokens, room, repo_tokens, exact
-        )
-        state.collapse = collapse
-        self._render_state(state, {r.path: r.size for r in records}, texts, outlines or {})
-        return state
+    def _cold(self, paths: list[str], task: str, budget: int, disk_bytes: int) -> PackState:
+        """Plan and choose (kimi_cli.context.cold: one scan, no text held), then render."""
+        from kimi_cli.context.cold import cold_pack
 
-    @staticmethod
-    def _outline_candidates(task: str, texts: dict[str, str], demoted: dict[str, str]) -> list[str]:
-        """Cheap first, precise where it pays: only files that can still win a place are parsed. With a
-        task, the best lexical hits and the files it names; without one, the project's own source, shallow
-        and small first. Huge files (generated headers) are never parsed."""
-        from kimi_cli.context.rank import kind_weight, task_mentions
-        from kimi_cli.context.relevance import lexical_scores, query_terms
-
-        usable = [p for p, t in texts.items() if len(t) <= MAX_PARSE_CHARS and p not in demoted]
-        if len(usable) <= MAX_OUTLINED:
-            return sorted(usable)
-        chosen: list[str] = []
-        if task.strip():
-            chosen += task_mentions(task, usable)[0]
-            scores = lexical_scores({p: texts[p] for p in usable}, query_terms(task))
-            chosen += sorted(scores, key=lambda p: (-scores[p], p))[: MAX_OUTLINED // 2]
-        rest = sorted(usable, key=lambda p: (-kind_weight(p, task), p.count("/"), len(texts[p]), p))
-        chosen += rest
-        return sorted(dict.fromkeys(chosen[:MAX_OUTLINED]))
-
-    @staticmethod
-    def _demoted(task: str, texts: dict[str, str]) -> dict[str, str]:
-        """Generated, vendored and bulk-data files, unless the task names them."""
-        from kimi_cli.context.generated import generated_reason
-        from kimi_cli.context.rank import task_mentions
-
-        named = set(task_mentions(task, sorted(texts))[0]) if task else set()
-        found = {}
-        for path, text in texts.items():
-            if path not in named:
-                reason = generated_reason(path, text)
-                if reason:
-                    found[path] = reason
-        return found
+        cold = cold_pack(self, paths, task, budget, disk_bytes)
+        self._render_state(cold.state, cold.sizes, cold.texts, cold.outlines)
+        return cold.state
 
     def _refresh(self, state: PackState, changed: list[str]) -> PackState | None:
         """Re-render after edits to a few files, keeping the ranking; None when a full pack is needed."""
@@ -218,43 +156,6 @@ class RepoPacker:
         outlines.update(self.analyzer.outlines({p: texts[p] for p in outline_paths}, state.keys))
         self._render_state(state, sizes, texts, outlines)
         return state
-
-    def _choose(
-        self,
-        order: list[str],
-        texts: dict[str, str],
-        keys: dict[str, str],
-        tokens: dict[str, int],
-        outlines: dict[str, Outline],
-        room: int,
-        fits: bool,
-    ) -> tuple[dict[str, Mode], dict[str, int]]:
-        modes: dict[str, Mode] = {}
-        costs: dict[str, int] = {}
-        full_room = room if fits else int(room * (1 - OUTLINE_SHARE))
-        used = 0
-        for start in range(0, len(order), 64):
-            if used >= full_room - 16:
-                break
-            left = full_room - used
-            # A file can only fit if its lower bound (chars / MAX_CHARS_PER_TOKEN) does: skip counting the rest.
-            chunk = [p for p in order[start : start + 64] if len(texts[p]) / MAX_CHARS_PER_TOKEN <= left]
-            missing = [p for p in chunk if p not in tokens]
-            if missing:
-                tokens.update(self.analyzer.tokens(texts, keys, missing))
-            for path in chunk:
-                cost = tokens[path] + overhead(path)
-                if used + cost <= full_room:
-                    modes[path], costs[path] = "full", cost
-                    used += cost
-        for path in order:
-            if path in modes or path not in outlines or used >= room - 16:
-                continue
-            cost = self.counter.count(skeleton(outlines[path].defs)) + overhead(path)
-            if used + cost <= room:
-                modes[path], costs[path] = "outline", cost
-                used += cost
-        return modes, costs
 
     def _render_state(
         self, state: PackState, sizes: dict[str, int], texts: dict[str, str], outlines: dict[str, Outline]
@@ -313,16 +214,6 @@ class RepoPacker:
 
 def _listed_reason(why: str) -> str:
     return why if why.startswith("listed only") else "over budget"
-
-
-def _repo_tokens(texts: dict[str, str], tokens: dict[str, int]) -> tuple[int, bool]:
-    """All packable text in tokens; files never counted are estimated from the ones that were."""
-    total = sum(tokens.values())
-    if len(tokens) == len(texts):
-        return total, True
-    counted_chars = sum(len(texts[p]) for p in tokens)
-    uncounted = sum(len(t) for p, t in texts.items() if p not in tokens)
-    return total + (round(uncounted * total / counted_chars) if counted_chars else uncounted // 4), False
 
 
 def render_tree(

@@ -6,7 +6,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from kimi_cli.context.analysis import Outline
+from kimi_cli.context.graph import pagerank
+from kimi_cli.context.scan import FileFacts
 from kimi_cli.context.tags import IDENTIFIER
 
 DOC_AND_BUILD = re.compile(
@@ -75,60 +76,6 @@ def co_changed(commits: list[tuple[int, list[str]]], seeds: list[str]) -> dict[s
     return {p: c / top for p, c in together.items()} if top else {}
 
 
-def pagerank(
-    edges: dict[str, dict[str, float]], nodes: list[str], personal: set[str], iterations: int = 30
-) -> dict[str, float]:
-    """Power iteration with damping 0.85; teleports and dangling mass go to `personal` (or everyone)."""
-    if not nodes:
-        return {}
-    import numpy as np
-
-    index = {n: i for i, n in enumerate(nodes)}
-    src, dst, weight = [], [], []
-    for a, row in edges.items():
-        for b, w in row.items():
-            if a in index and b in index:
-                src.append(index[a])
-                dst.append(index[b])
-                weight.append(w)
-    n = len(nodes)
-    src_a, dst_a, w_a = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(weight)
-    out_w = np.bincount(src_a, weights=w_a, minlength=n) if len(src) else np.zeros(n)
-    share_w = w_a / out_w[src_a] if len(src) else w_a
-    teleport = np.zeros(n)
-    targets = [index[p] for p in personal if p in index] or list(range(n))
-    teleport[targets] = 1.0 / len(targets)
-    dangling = out_w <= 0
-    rank = np.full(n, 1.0 / n)
-    for _ in range(iterations):
-        flow = np.bincount(dst_a, weights=rank[src_a] * share_w, minlength=n) if len(src) else np.zeros(n)
-        rank = 0.85 * flow + (0.15 + 0.85 * rank[dangling].sum()) * teleport
-    return {node: float(rank[i]) for node, i in index.items()}
-
-
-def reference_graph(outlines: dict[str, Outline]) -> tuple[dict[str, dict[str, float]], dict[str, set[str]]]:
-    """Edges from a file to the files defining names it uses; common names weigh less."""
-    definers: dict[str, set[str]] = defaultdict(set)
-    for path, outline in outlines.items():
-        for d in outline.defs:
-            if len(d.name) >= 3:
-                definers[d.name].add(path)
-    edges: dict[str, dict[str, float]] = {}
-    uses: dict[str, set[str]] = defaultdict(set)
-    for path, outline in outlines.items():
-        row: dict[str, float] = defaultdict(float)
-        for name in outline.idents & definers.keys():
-            uses[name].add(path)
-            owners = definers[name]
-            if len(owners) > 25:
-                continue  # names like `get` or `__init__` say nothing about structure
-            for owner in owners:
-                if owner != path:
-                    row[owner] += 1.0 / len(owners)
-        edges[path] = dict(row)
-    return edges, uses
-
-
 def test_files_for(path: str, all_paths: list[str]) -> list[str]:
     stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
     if len(stem) < 3:
@@ -163,20 +110,21 @@ def kind_weight(path: str, task: str) -> float:
 def rank_files(
     root: Path,
     task: str,
-    texts: dict[str, str],
-    outlines: dict[str, Outline] | None,
-    demoted: set[str] | None = None,
+    facts: dict[str, FileFacts],
+    lexical: dict[str, float],
+    edges: dict[str, dict[str, float]],
+    nodes: list[str],
 ) -> tuple[list[str], dict[str, str]]:
     """All packable paths in order, and why each of the leading ones is there.
 
-    With a task: a score per file from lexical relevance (task words in the text and path), the files the
-    task names, the definitions of its identifiers, the reference graph around the best hits, and what
-    changed together with them in history, weighed by the kind of file. Without outlines (the whole
-    repository fits) the order only decides what the model reads first. Demoted (generated) files go last.
+    With a task: a score per file from lexical relevance (`lexical`: task words in the text and path), the
+    files the task names, the definitions of its identifiers, the reference graph (`edges` between `nodes`)
+    around the best hits, and what changed together with them in history, weighed by the kind of file.
+    Without a task: what history and the graph's centrality say. Demoted (generated) files go last.
     """
 
-    demoted = demoted or set()
-    paths = sorted(texts)
+    demoted = {p for p, f in facts.items() if f.demoted}
+    paths = sorted(facts)
     named, _words = task_mentions(task, paths)
     commits = history(root)
     why: dict[str, str] = {}
@@ -184,26 +132,24 @@ def rank_files(
 
     def take(items: list[str], reason: str) -> None:
         for p in items:
-            if p in texts and p not in why and p not in demoted:
+            if p in facts and p not in why and p not in demoted:
                 why[p] = reason
                 order.append(p)
 
-    edges: dict[str, dict[str, float]] = {}
     centrality: dict[str, float] = {}
     definers: list[str] = []
-    if outlines:
-        edges, _uses = reference_graph(outlines)
+    if nodes:
         code_words = code_identifiers(task)
         owners: dict[str, set[str]] = defaultdict(set)
-        for p, o in outlines.items():
-            for d in o.defs:
-                if d.name in code_words:
-                    owners[d.name].add(p)
+        for p in nodes:
+            for name in facts[p].defs:
+                if name in code_words:
+                    owners[name].add(p)
         definers = sorted({p for group in owners.values() if len(group) <= 3 for p in group})
-        centrality = pagerank(edges, sorted(outlines), set(named) | set(definers))
+        centrality = pagerank(edges, nodes, set(named) | set(definers))
 
     if task.strip():
-        scores = _task_scores(task, texts, named, definers, edges, commits, demoted)
+        scores = _task_scores(task, facts, lexical, named, definers, edges, commits, demoted)
         ranked = sorted((p for p, v in scores.items() if v > 0), key=lambda p: (-scores[p], p))
         for path in ranked:
             if path in named:
@@ -213,15 +159,13 @@ def rank_files(
             else:
                 take([path], f"relevant to the task (score {scores[path]:.1f})")
         take([t for p in ranked[:10] for t in test_files_for(p, paths)], "tests of the files above")
-    take([p for p in recent_files(commits) if p in texts], "changed recently")
-    take(sorted(p for p in texts if DOC_AND_BUILD.search(p)), "docs and build config")
+    take([p for p in recent_files(commits) if p in facts], "changed recently")
+    take(sorted(p for p in facts if DOC_AND_BUILD.search(p)), "docs and build config")
     # No task: the project's own source before its tests, docs and the rest, by centrality then size.
-    rest = sorted(texts, key=lambda p: (-kind_weight(p, ""), -centrality.get(p, 0.0), len(texts[p]), p))
+    rest = sorted(facts, key=lambda p: (-kind_weight(p, ""), -centrality.get(p, 0.0), facts[p].chars, p))
     take([p for p in rest if centrality.get(p)], "central in the reference graph")
     take(rest, "remaining, source first, smallest first")
-    for path in sorted(demoted):
-        if path in texts:
-            order.append(path)
+    order += sorted(demoted)
     return order, why
 
 
@@ -239,7 +183,8 @@ def code_identifiers(task: str) -> set[str]:
 
 def _task_scores(
     task: str,
-    texts: dict[str, str],
+    facts: dict[str, FileFacts],
+    lexical: dict[str, float],
     named: list[str],
     definers: list[str],
     edges: dict[str, dict[str, float]],
@@ -248,11 +193,8 @@ def _task_scores(
 ) -> dict[str, float]:
     """Lexical relevance (0..1, weighed by kind of file), plus bounded boosts from definitions, the graph
     around the best source hits, and co-change with them. No boost can lift a file past a strong hit."""
-    from kimi_cli.context.relevance import lexical_scores, query_terms
-
-    lexical = lexical_scores({p: t for p, t in texts.items() if p not in demoted}, query_terms(task))
     top = max(lexical.values(), default=1.0) or 1.0
-    base = {p: v / top * kind_weight(p, task) for p, v in lexical.items()}
+    base = {p: v / top * kind_weight(p, task) for p, v in lexical.items() if p not in demoted}
     boost: dict[str, float] = defaultdict(float)
     for path in definers:
         boost[path] += 0.5
@@ -270,7 +212,7 @@ def _task_scores(
         boost[path] += 0.2 * share
     scores: dict[str, float] = {}
     for path in set(base) | set(boost):
-        if path in texts and path not in demoted:
+        if path in facts and path not in demoted:
             scores[path] = base.get(path, 0.0) + min(boost.get(path, 0.0), 0.5) * kind_weight(path, task)
     for path in named:
         scores[path] = scores.get(path, 0.0) + 100.0

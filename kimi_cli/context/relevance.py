@@ -50,9 +50,6 @@ def lexical_scores(texts: dict[str, str], terms: dict[str, float]) -> dict[str, 
     """BM25 of each file for the weighted terms; files with no term score 0 and are left out."""
     if not terms or not texts:
         return {}
-    lengths = {p: max(1, len(t) // 6) for p, t in texts.items()}  # ~6 characters a word
-    avg = sum(lengths.values()) / len(lengths)
-    n = len(texts)
     counts: dict[str, dict[str, int]] = {term: {} for term in terms}
     for path, text in texts.items():  # one lowered copy at a time: memory stays flat on big trees
         lowered = text.lower()
@@ -60,19 +57,29 @@ def lexical_scores(texts: dict[str, str], terms: dict[str, float]) -> dict[str, 
             found = lowered.count(term)
             if found:
                 counts[term][path] = found
+    return bm25(counts, {p: max(1, len(t) // 6) for p, t in texts.items()}, terms)
+
+
+def bm25(counts: dict[str, dict[str, int]], lengths: dict[str, int], terms: dict[str, float]) -> dict[str, float]:
+    """BM25 from term counts per file (`counts[term][path]`) and file lengths in ~words; every file in
+    `lengths` is a document, and its path counts too (PATH_WEIGHT)."""
+    if not terms or not lengths:
+        return {}
+    avg = sum(lengths.values()) / len(lengths)
+    n = len(lengths)
     scores: dict[str, float] = {}
     for term, weight in terms.items():
-        row = counts[term]
+        row = counts.get(term) or {}
         if not row:
             continue
         idf = math.log(1 + (n - len(row) + 0.5) / (len(row) + 0.5))
         for path, tf in row.items():
             norm = tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths[path] / avg))
             scores[path] = scores.get(path, 0.0) + weight * idf * norm
-    for path in texts:
+    for path in lengths:
         path_lower = path.lower()
         hits = [(t, w) for t, w in terms.items() if t in path_lower]
         if hits:
-            bonus = sum(w * math.log(1 + n / (1 + len(counts[t]))) for t, w in hits)
+            bonus = sum(w * math.log(1 + n / (1 + len(counts.get(t) or {}))) for t, w in hits)
             scores[path] = scores.get(path, 0.0) + PATH_WEIGHT * bonus
     return scores

@@ -7,6 +7,7 @@
  *   probe fds                   the open fds of this process, its own directory stream excepted
  *   probe swap A B N            renameat2(A, B, RENAME_EXCHANGE) N times (0: forever)
  *   probe open-mode PATH MODE   open(PATH, O_CREAT|O_WRONLY, MODE) and report
+ *   probe shm-read ID           attach a SysV shared memory segment by id and print its start
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -117,6 +119,15 @@ int main(int argc, char **argv) {
         printf(fd < 0 ? "error: %s\n" : "created%s\n", fd < 0 ? strerror(errno) : "");
         return fd < 0;
     }
-    fprintf(stderr, "usage: probe serve|connect|connect-loop|syscall|fds|swap|open-mode ...\n");
+    if (argc >= 3 && strcmp(argv[1], "shm-read") == 0) {
+        char *mem = shmat(atoi(argv[2]), NULL, SHM_RDONLY);
+        if (mem == (void *)-1) {
+            printf("error: %s\n", strerror(errno));
+            return 1;
+        }
+        printf("shm: %.64s\n", mem);
+        return 0;
+    }
+    fprintf(stderr, "usage: probe serve|connect|connect-loop|syscall|fds|swap|open-mode|shm-read ...\n");
     return 2;
 }

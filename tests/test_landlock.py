@@ -133,7 +133,7 @@ def test_the_seccomp_filter_refuses_inet_sockets_and_session_escapes() -> None:
     assert decide(prog, 0x40000003, 41, 2) == EPERM  # a foreign arch (i386)
     open_net = seccomp_program("x86_64", network=True)
     assert decide(open_net, X86, 41, 2) == ALLOW and decide(open_net, X86, 112) == EPERM
-    assert decide(seccomp_program("x86_64", network=False, sessions=False), X86, 112) == ALLOW  # bwrap: a pid ns
+    assert decide(seccomp_program("x86_64", network=False, host_ns=False), X86, 112) == ALLOW  # bwrap: a pid ns
 
 
 def test_the_seccomp_filter_closes_what_landlock_leaves_open() -> None:

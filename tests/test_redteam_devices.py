@@ -6,6 +6,7 @@ landlock (modes without setuid bits, timestamps of files the user owns) is state
 
 from __future__ import annotations
 
+import ctypes
 import os
 import secrets
 import select
@@ -79,3 +80,21 @@ def test_no_new_namespaces(rig: Rig) -> None:
     probe = need_probe(rig)
     result = rig.run(f"{probe} syscall {UNSHARE} 0x10000000; sh -c 'echo child-process-works'")
     assert "ret=-1 errno=1" in result.output and "child-process-works" in result.output
+
+
+def test_shared_memory_segments_of_the_host_cannot_be_attached(rig: Rig) -> None:
+    """SysV IPC is not a path: Landlock never sees it. Landlock's seccomp refuses it; bwrap and Docker have
+    an IPC namespace of their own."""
+    probe = need_probe(rig)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shmid = libc.shmget(0, 4096, 0o1666)  # IPC_PRIVATE, IPC_CREAT | rw for everyone: DAC keeps nobody out
+    assert shmid >= 0, os.strerror(ctypes.get_errno())
+    try:
+        address = libc.shmat(shmid, None, 0)
+        ctypes.memmove(address, b"SHM-SECRET-31\0", 14)
+        result = rig.run(f"{probe} shm-read {shmid}; echo done")
+        assert "done" in result.output and "SHM-SECRET-31" not in result.output, result.output
+        libc.shmdt(ctypes.c_void_p(address))
+    finally:
+        libc.shmctl(shmid, 0, None)  # IPC_RMID

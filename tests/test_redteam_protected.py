@@ -5,10 +5,13 @@ a command must not point the repository at a folder it controls. The Git tool's 
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import Rig, backends, make_rig
+from sandbox_fixtures import Rig, backends, make_rig, need_probe
 
 from conftest import git
 
@@ -81,3 +84,39 @@ def test_the_git_tools_commits_survive_and_a_background_writer_is_undone(rig: Ri
     assert (rig.ws / ".git" / "config").read_text() == config
     assert git(rig.ws, "rev-parse", "HEAD") == head  # the host's commit is kept
     assert "next" in after.output
+
+
+def test_the_guard_never_follows_a_link_swapped_in_while_it_repairs(rig: Rig) -> None:
+    """The guard runs on the host with the user's rights: a race that made it delete or write through a
+    link would be a way out. A background task swaps .kimi and .git/hooks with links to a host folder
+    while commands keep the guard busy; the host folder is untouched and the workspace is put right."""
+    probe = need_probe(rig)
+    host = Path(tempfile.mkdtemp(prefix="kimi-redteam-victim-", dir="/var/tmp"))
+    (host / "victim").write_text("keep me\n")
+    (host / "pre-commit.sample").write_text("host file\n")
+    try:
+        setup = (
+            f"mkdir -p .kimi && touch .kimi/victim && ln -sfn {host} kimi-link && ln -sfn {host} hooks-link;"
+            " echo evil >> .git/hooks/pre-commit.sample 2>/dev/null;"
+        )
+        race = f"{probe} swap .kimi kimi-link 0 & {probe} swap .git/hooks hooks-link 0 & sleep 2; kill %1 %2"
+        if rig.shell.tasks is not None:
+            task = rig.background(setup + race)
+            for _ in range(15):
+                rig.run("true")
+            rig.wait_task(task)
+        else:
+            rig.run(setup + race)
+        rig.run("true")
+        assert sorted(p.name for p in host.iterdir()) == ["pre-commit.sample", "victim"]
+        assert (host / "victim").read_text() == "keep me\n" and (
+            host / "pre-commit.sample"
+        ).read_text() == "host file\n"
+        for name in ("kimi-link", "hooks-link"):
+            with contextlib.suppress(FileNotFoundError):
+                (rig.ws / name).unlink()
+        rig.run("true")
+        assert not (rig.ws / ".kimi").exists() or (rig.backend == "landlock" and not any((rig.ws / ".kimi").iterdir()))
+        assert (rig.ws / ".git" / "hooks").is_dir() and not (rig.ws / ".git" / "hooks").is_symlink()
+    finally:
+        shutil.rmtree(host, ignore_errors=True)

@@ -106,13 +106,13 @@ class BwrapSandbox:
         try:
             # inet sockets stay allowed: with the network off they live in bwrap's empty network namespace,
             # where a test suite's own loopback server still works.
-            self.program: bytes | None = seccomp_program(machine(), network=True, sessions=False)
+            self.program: bytes | None = seccomp_program(machine(), network=True, host_ns=False)
         except Unavailable:
             self.program = None
         self.preexec = _scope_preexec(policy, self.exe) if shutil.which("bwrap") else None
         # An existing .kimi is mounted read-only; a missing one cannot be without creating it in the tree.
         kimi = policy.workspace / ".kimi"
-        self.guard = None if kimi.exists() else GitGuard([kimi])
+        self.guard = None if kimi.exists() else GitGuard(policy.workspace, [kimi])
 
     def _program_fd(self) -> int | None:
         """A pipe holding the seccomp program (bwrap reads it to the end); the caller closes it."""

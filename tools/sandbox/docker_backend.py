@@ -97,7 +97,7 @@ class DockerSandbox:
         self._lifeline: Any = None  # the attach to pid 1's stdin: closes when kimi dies
         self._shell = "sh"
         kimi = policy.workspace / ".kimi"
-        self.guard = None if kimi.exists() else GitGuard([kimi])  # an existing one is mounted read-only
+        self.guard = None if kimi.exists() else GitGuard(policy.workspace, [kimi])  # else mounted read-only
 
     @property
     def container_id(self) -> str | None:

@@ -20,8 +20,14 @@ import contextlib
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+from kimi_cli.tools import safe_fs
+
+T = TypeVar("T")
 
 MAX_GUARDED_BYTES = 4 * 1024 * 1024
 Stamp = tuple[int, int, int, int]
@@ -62,96 +68,155 @@ def guarded_paths(workspace: Path, git: bool = True, kimi: bool = True) -> tuple
 
 @dataclass
 class _Snapshot:
-    roots: list[Path]
-    files: dict[Path, tuple[Stamp, bytes | None]] = field(default_factory=dict)  # None: too big to keep
-    dirs: set[Path] = field(default_factory=set)
+    """Files and folders under `roots` (workspace-relative), read and repaired only through folder
+    descriptors from the workspace root that never follow a link (safe_fs): a command racing us (a
+    background task swapping .git/refs for a link to ~/.ssh or /etc) makes an operation fail, never
+    read from or write to the place the link points at."""
 
-    def walk(self) -> tuple[dict[Path, Stamp], set[Path]]:
-        files: dict[Path, Stamp] = {}
-        dirs: set[Path] = set()
+    workspace: Path
+    roots: list[str]
+    files: dict[str, tuple[Stamp, bytes | None]] = field(default_factory=dict)  # None: too big to keep
+    dirs: set[str] = field(default_factory=set)
+
+    def walk(self, root_fd: int) -> tuple[dict[str, Stamp], set[str]]:
+        files: dict[str, Stamp] = {}
+        dirs: set[str] = set()
         for root in self.roots:
             stack = [root]
             while stack:
-                path = stack.pop()
+                rel = stack.pop()
                 try:
-                    st = path.lstat()
+                    st = safe_fs.lstat_at(root_fd, rel)
                 except OSError:
                     continue
                 if stat.S_ISDIR(st.st_mode):
-                    dirs.add(path)
+                    dirs.add(rel)
                     with contextlib.suppress(OSError):
-                        stack.extend(path.iterdir())
+                        fd = safe_fs.open_at(root_fd, rel, safe_fs.DIR_FLAGS)
+                        try:
+                            stack.extend(f"{rel}/{name}" for name in os.listdir(fd))
+                        finally:
+                            os.close(fd)
                     continue
-                files[path] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+                files[rel] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
         return files, dirs
 
-    def remember(self) -> None:
-        current, self.dirs = self.walk()
-        files: dict[Path, tuple[Stamp, bytes | None]] = {}
-        for path, stamp in current.items():
-            old = self.files.get(path)
+    def remember(self, root_fd: int) -> None:
+        current, self.dirs = self.walk(root_fd)
+        files: dict[str, tuple[Stamp, bytes | None]] = {}
+        for rel, stamp in current.items():
+            old = self.files.get(rel)
             if old is not None and old[0] == stamp:
-                files[path] = old
+                files[rel] = old
                 continue
             data: bytes | None = None
             with contextlib.suppress(OSError):
                 if stat.S_ISLNK(stamp[3]):
-                    data = os.readlink(path).encode()
-                elif stamp[1] <= MAX_GUARDED_BYTES:
-                    data = path.read_bytes()
-            files[path] = (stamp, data)
+                    data = safe_fs.readlink_at(root_fd, rel).encode()
+                elif stat.S_ISREG(stamp[3]) and stamp[1] <= MAX_GUARDED_BYTES:
+                    data = safe_fs.read_at(root_fd, rel, MAX_GUARDED_BYTES)[0]
+            files[rel] = (stamp, data)
         self.files = files
 
-    def restore(self) -> list[str]:
+    def restore(self, root_fd: int) -> list[str]:
         """Put back what changed since remember(); returns the paths it had to repair."""
         repaired: list[str] = []
-        current, dirs = self.walk()
-        for path in sorted(set(current) - set(self.files)):
+        current, dirs = self.walk(root_fd)
+        for rel in sorted(set(current) - set(self.files)):
             with contextlib.suppress(OSError):
-                path.unlink()
-                repaired.append(str(path))
-        for path, (stamp, data) in self.files.items():
-            if current.get(path) == stamp:
+                safe_fs.remove_at(root_fd, rel, prune=False)
+                repaired.append(rel)
+        for rel in sorted(dirs - self.dirs, key=lambda r: r.count("/"), reverse=True):
+            with contextlib.suppress(OSError):
+                _remove_tree(root_fd, rel)
+                repaired.append(rel)
+        for rel, (stamp, data) in self.files.items():
+            if current.get(rel) == stamp:
                 continue
-            repaired.append(str(path))
+            repaired.append(rel)
             if data is None:
                 continue  # too big to have kept: reported, not restored
             with contextlib.suppress(OSError):
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                elif path.exists() or path.is_symlink():
-                    path.unlink()
-                path.parent.mkdir(parents=True, exist_ok=True)
+                if rel in dirs:
+                    _remove_tree(root_fd, rel)
                 if stat.S_ISLNK(stamp[3]):
-                    os.symlink(data.decode(), path)
+                    safe_fs.symlink_at(root_fd, rel, data.decode())
                 else:
-                    path.write_bytes(data)
-                    os.chmod(path, stamp[3] & 0o7777)
-        for path in sorted(dirs - self.dirs, key=lambda p: len(p.parts), reverse=True):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-                repaired.append(str(path))
-        if repaired:
-            self.remember()
-        return sorted(set(repaired))
+                    _put_file(root_fd, rel, data, stamp[3] & 0o7777)
+        self._refresh(root_fd, [rel for rel in repaired if rel in self.files])
+        return sorted({str(self.workspace / rel) for rel in repaired})
+
+    def _refresh(self, root_fd: int, rels: list[str]) -> None:
+        """New stamps for what we just put back, where it holds what we wrote. Never a new baseline: a
+        writer racing us (a background task) would have its change adopted; it is repaired next time."""
+        for rel in rels:
+            stamp, data = self.files[rel]
+            with contextlib.suppress(OSError):
+                st = safe_fs.lstat_at(root_fd, rel)
+                if stat.S_ISLNK(st.st_mode):
+                    now = safe_fs.readlink_at(root_fd, rel).encode()
+                else:
+                    now = safe_fs.read_at(root_fd, rel, MAX_GUARDED_BYTES)[0]
+                if now == data:
+                    self.files[rel] = ((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode), data)
+
+
+def _remove_tree(root_fd: int, rel: str) -> None:
+    """rmtree of a folder below the workspace, from its parent's no-follow descriptor."""
+    folder, name = safe_fs.split(rel)
+    parent = safe_fs.open_dir_at(root_fd, folder)
+    try:
+        shutil.rmtree(name, dir_fd=parent)
+    finally:
+        os.close(parent)
+
+
+def _put_file(root_fd: int, rel: str, data: bytes, mode: int) -> None:
+    """Write a temp file in the parent's descriptor, set its mode on the descriptor, rename it into place:
+    whatever is at `rel` (a link included) is replaced, never written through."""
+    folder, name = safe_fs.split(rel)
+    parent = safe_fs.open_dir_at(root_fd, folder, create=True)
+    try:
+        tmp = f".{name[:60]}.{os.getpid()}.kimi-guard"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                os.fchmod(fh.fileno(), mode & 0o1777)  # never a setuid/setgid bit
+            with contextlib.suppress(IsADirectoryError, OSError):
+                if stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
+                    shutil.rmtree(name, dir_fd=parent)
+            os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=parent)
+            raise
+    finally:
+        os.close(parent)
 
 
 class GitGuard:
     """The strict baseline is the session's start; the loose one is taken before each command."""
 
-    def __init__(self, strict: list[Path], loose: list[Path] | None = None) -> None:
-        self.strict = _Snapshot(strict)
-        self.strict.remember()
-        self.loose = _Snapshot(loose or [])
+    def __init__(self, workspace: Path, strict: list[Path], loose: list[Path] | None = None) -> None:
+        self.workspace = workspace
+        rel = [str(p.relative_to(workspace)) for p in strict]
+        self.strict = _Snapshot(workspace, rel)
+        self.loose = _Snapshot(workspace, [str(p.relative_to(workspace)) for p in loose or []])
+        self._with_root(self.strict.remember)
+
+    def _with_root(self, action: Callable[[int], T]) -> T:
+        with safe_fs.rooted(self.workspace) as root_fd:
+            return action(root_fd)
 
     def before(self) -> list[str]:
         """Repair what changed since the last command (a background task), then take the loose baseline."""
-        repaired = self.strict.restore()
-        self.loose.remember()
+        repaired = self._with_root(self.strict.restore)
+        self._with_root(self.loose.remember)
         return repaired
 
     def after(self) -> list[str]:
-        return sorted(set(self.strict.restore()) | set(self.loose.restore()))
+        return sorted(set(self._with_root(self.strict.restore)) | set(self._with_root(self.loose.restore)))
 
 
 def repair_note(repaired: list[str], workspace: Path, by: str = "the command") -> str:

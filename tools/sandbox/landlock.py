@@ -58,7 +58,7 @@ class LandlockSandbox:
         self.restriction = Restriction(self.ruleset_fd, None, seccomp_program(machine(), network=policy.network,
                                                                                 connect="deny"))  # fmt: skip
         self.env = {**policy.env, "TMPDIR": str(policy.private_tmp)}
-        self.guard = GitGuard(*guarded_paths(policy.workspace))
+        self.guard = GitGuard(policy.workspace, *guarded_paths(policy.workspace))
         self.spawner: Spawner | None = None  # forks for us from a small process: cheaper than forking kimi
 
     @property

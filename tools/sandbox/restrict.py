@@ -43,9 +43,10 @@ TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 X32_SYSCALL_BIT = 0x40000000
 
 # Syscall numbers by architecture. `deny`: refused with EPERM (ways out of a sandbox, or into the kernel's
-# rarer corners; most need capabilities a command never has). `sessions`: leaving the process group a
-# timeout kills (landlock only: bwrap and Docker have a pid namespace). `mode_arg`: syscalls whose mode
-# argument (by index) must carry no setuid/setgid bit.
+# rarer corners; most need capabilities a command never has). `host_ns`: what reaches past a command when
+# it shares the host's pid and IPC namespaces (landlock only; bwrap and Docker have their own): leaving
+# the process group a timeout kills, and SysV/POSIX IPC objects of the user's other programs.
+# `mode_arg`: syscalls whose mode argument (by index) must carry no setuid/setgid bit.
 _COMMON_DENY = {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
                 "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
                 "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
@@ -54,7 +55,10 @@ ARCHES: dict[str, dict[str, object]] = {
     "x86_64": {
         "audit": 0xC000003E, "seccomp": 317, "capset": 126,
         "socket": 41, "socketpair": 53, "connect": 42, "ioctl": 16, "clone": 56, "clone3": 435, "openat2": 437,
-        "sessions": {"setsid": 112, "setpgid": 109},
+        "host_ns": {"setsid": 112, "setpgid": 109, "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64,
+                    "semop": 65, "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70,
+                    "msgctl": 71, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
+                    "mq_notify": 244, "mq_getsetattr": 245},
         "mode_arg": {"chmod": (90, 1), "fchmod": (91, 1), "fchmodat": (268, 2), "fchmodat2": (452, 2),
                      "open": (2, 2), "openat": (257, 3), "creat": (85, 1), "mknod": (133, 1), "mknodat": (259, 2)},
         "deny": {**_COMMON_DENY, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
@@ -68,7 +72,10 @@ ARCHES: dict[str, dict[str, object]] = {
     "aarch64": {
         "audit": 0xC00000B7, "seccomp": 277, "capset": 91,
         "socket": 198, "socketpair": 199, "connect": 203, "ioctl": 29, "clone": 220, "clone3": 435, "openat2": 437,
-        "sessions": {"setsid": 157, "setpgid": 154},
+        "host_ns": {"setsid": 157, "setpgid": 154, "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182,
+                    "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185, "msgget": 186, "msgctl": 187,
+                    "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193,
+                    "shmget": 194, "shmctl": 195, "shmat": 196},
         "mode_arg": {"fchmod": (52, 1), "fchmodat": (53, 2), "fchmodat2": (452, 2), "openat": (56, 3),
                      "mknodat": (33, 2)},
         "deny": {**_COMMON_DENY, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
@@ -111,19 +118,20 @@ def _arg(index: int) -> int:
     return 16 + 8 * index
 
 
-def seccomp_program(arch: str, *, network: bool, connect: str = "allow", sessions: bool = True) -> bytes:
+def seccomp_program(arch: str, *, network: bool, connect: str = "allow", host_ns: bool = True) -> bytes:
     """The BPF filter every backend shares. `connect`: "notify" (a supervisor decides), "deny" or "allow".
 
     Always: the deny list; no setuid/setgid bit in any mode argument; no new namespaces (clone flags;
     clone3 and openat2 answer ENOSYS so libc falls back to the filterable calls); no TIOCSTI/TIOCLINUX;
     sockets only of the families a build needs (unix stream/seqpacket and netlink, plus inet with the
     network on: a unix datagram could reach syslog or journald, and sendmsg's address is out of reach).
-    `sessions`: also refuse setsid/setpgid (landlock has no pid namespace to catch what leaves the group).
+    `host_ns` (landlock: no pid or IPC namespace of its own): also refuse setsid/setpgid, so nothing leaves
+    the process group that is killed, and SysV/POSIX IPC, so no shared memory or queue of the host's.
     """
     spec = arch_spec(arch)
     deny = sorted(dict(spec["deny"]).values())  # type: ignore[call-overload]
-    if sessions:
-        deny += sorted(dict(spec["sessions"]).values())  # type: ignore[call-overload]
+    if host_ns:
+        deny += sorted(dict(spec["host_ns"]).values())  # type: ignore[call-overload]
     prog: list[tuple[int, int, str | None, str | None]] = [
         (LD_W_ABS, 4, None, None),  # seccomp_data.arch
         (JEQ_K, int(spec["audit"]), "nr", "eperm"),  # type: ignore[call-overload]  # a foreign ABI: refuse
@@ -200,7 +208,7 @@ def seccomp_program(arch: str, *, network: bool, connect: str = "allow", session
 
 
 def docker_seccomp_profile(arch: str) -> str:
-    """The same rules as Docker's JSON seccomp profile (Docker's pid namespace makes `sessions` moot)."""
+    """The same rules as Docker's JSON seccomp profile (Docker's namespaces make `host_ns` moot)."""
     import json
 
     spec = arch_spec(arch)

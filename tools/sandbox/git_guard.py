@@ -150,7 +150,7 @@ class _Snapshot:
         """New stamps for what we just put back, where it holds what we wrote. Never a new baseline: a
         writer racing us (a background task) would have its change adopted; it is repaired next time."""
         for rel in rels:
-            stamp, data = self.files[rel]
+            _stamp, data = self.files[rel]
             with contextlib.suppress(OSError):
                 st = safe_fs.lstat_at(root_fd, rel)
                 if stat.S_ISLNK(st.st_mode):

@@ -5,6 +5,7 @@ do not crash `kimi pack` or `kimi -p`. Each attack sits beside the legitimate us
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -90,7 +91,9 @@ def test_the_change_note_after_a_swap_to_a_link_carries_no_outside_content(repo:
 
 
 def test_rg_under_the_read_confinement_cannot_read_outside(tmp_path: Path, elsewhere: Path) -> None:
-    from kimi_cli.tools.confine_reader import confine_reads
+    from functools import partial
+
+    from kimi_cli.tools.confine_reader import confined_runner
     from kimi_cli.tools.ripgrep import find_rg
     from kimi_cli.tools.sandbox.landlock_sys import landlock_abi
 
@@ -101,17 +104,14 @@ def test_rg_under_the_read_confinement_cannot_read_outside(tmp_path: Path, elsew
     (ws / "inside.txt").write_text(f"inside {SECRET[:8]}\n")
     (ws / "out").symlink_to(elsewhere)
     rg = find_rg()
-    confinement = confine_reads(ws, rg)
-    assert confinement is not None, "Landlock is here, so Grep must confine rg"
-    try:
-        found = subprocess.run(
-            [rg, "-n", "--no-config", "-L", SECRET[:8], "."], cwd=ws, capture_output=True, text=True,
-            preexec_fn=confinement.preexec,
-        )  # fmt: skip
-    finally:
-        confinement.close()
+    runner = confined_runner(ws, rg)
+    assert runner is not None, "Landlock is here, so Grep must confine rg"
+    argv = [rg, "-n", "--no-config", "-L", SECRET[:8], "."]  # -L: follow links, so only the kernel stops it
+    found = runner.call(partial(subprocess.run, argv, cwd=ws, capture_output=True, text=True))
     assert "inside.txt:1:inside" in found.stdout  # the workspace itself is searched
-    assert SECRET not in found.stdout  # -L follows the link, and the kernel refuses the read
+    assert SECRET not in found.stdout
+    assert SECRET in subprocess.run(argv, cwd=ws, capture_output=True, text=True).stdout  # unconfined, it would
+    assert SECRET in (elsewhere / "id_rsa").read_text()  # and kimi's own threads are not confined
 
 
 def make_deep(root: Path, depth: int) -> None:
@@ -130,6 +130,18 @@ def make_deep(root: Path, depth: int) -> None:
         os.close(fd)
 
 
+def remove_deep(root: Path) -> None:
+    """Take the chain root/d/d/... apart one level at a time with short paths (rmtree recurses and would fail)."""
+    while (root / "d").is_dir():
+        inner = root / "d" / "d"
+        if not inner.is_dir():
+            shutil.rmtree(root / "d")
+            return
+        os.rename(inner, root / "lifted")
+        shutil.rmtree(root / "d")  # what is left there is shallow now
+        os.rename(root / "lifted", root / "d")
+
+
 @pytest.mark.parametrize("with_git", [False, True])
 def test_a_folder_1100_deep_does_not_crash_kimi_pack_or_kimi_p(
     tmp_path: Path, env: dict, server: ScriptedModelServer, with_git: bool
@@ -138,12 +150,15 @@ def test_a_folder_1100_deep_does_not_crash_kimi_pack_or_kimi_p(
     root.mkdir()
     (root / "top.py").write_text("def top():\n    return 1\n")
     make_deep(root, 1100)
-    if with_git:
-        git(root, "init", "-q")
-    pack = run_kimi(["pack", "--format", "text"], root, env)
-    assert pack.returncode == 0, pack.stderr[-2000:]
-    assert "def top()" in pack.stdout and "RecursionError" not in pack.stderr
-    server.add({"text": "done"})
-    run = run_kimi(["-p", "look around"], root, env, server)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "def top()" in server.requests[0]["messages"][0]["content"]
+    try:
+        if with_git:
+            git(root, "init", "-q")
+        pack = run_kimi(["pack", "--format", "text"], root, env)
+        assert pack.returncode == 0, pack.stderr[-2000:]
+        assert "def top()" in pack.stdout and "RecursionError" not in pack.stderr
+        server.add({"text": "done"})
+        run = run_kimi(["-p", "look around"], root, env, server)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert "def top()" in server.requests[0]["messages"][0]["content"]
+    finally:
+        remove_deep(root)

@@ -4,43 +4,80 @@ Grep runs `rg` on the host, whatever the session's sandbox (docker images have n
 sandbox at all). rg opens files by path, so a command that swaps a workspace folder for a link to
 ~/.ssh while rg walks would have it read the key. Under this domain the kernel refuses any read outside
 the workspace (and the system folders rg's loader needs), at the moment of the open, however the path
-got there. Where Landlock is missing, `None` comes back and Grep checks rg's output instead (grep_verify).
+got there. Where Landlock is missing, None comes back and Grep checks rg's output instead (grep_verify).
+
+Landlock (and no_new_privs) apply per thread, and children inherit them. So one worker thread per
+workspace enters the domain once and starts every rg from there: the start stays a vfork, cheap whatever
+kimi's size (a preexec_fn would force a fork of the whole process, ~50 ms at 300 MB). Nothing else ever
+runs on that thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import os
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
-# Public, read-only system folders: a dynamically linked rg needs its loader and libraries.
-SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache")
-_probed: dict[str, bool] = {}
+# Public, read-only system files: a dynamically linked rg needs its loader and libraries; stdin is /dev/null.
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/dev/null")
+MAX_RUNNERS = 4  # workspaces with a confined thread at once (subagents share their session's)
+T = TypeVar("T")
 
 
-@dataclass
-class ReadConfinement:
-    """A Landlock ruleset fd and the preexec function that enters it; close() once the child is started."""
+class ConfinedRunner:
+    """A thread inside a Landlock domain that may read only `workspace` and run `executable`."""
 
-    ruleset_fd: int
-    preexec: Callable[[], None]
+    def __init__(self, ruleset_fd: int, enter: Callable[[], None]) -> None:
+        self._fd = ruleset_fd
+        self._enter_domain = enter
+        self._local = threading.local()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="kimi-confined-reader", initializer=self._enter)
+
+    def _enter(self) -> None:
+        try:
+            self._enter_domain()  # raises: the pool is broken and runs nothing unconfined
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._local.loop = asyncio.new_event_loop()
+
+    def _run(self, factory: Callable[[], Awaitable[T]]) -> T:
+        async def main() -> T:
+            return await factory()
+
+        return self._local.loop.run_until_complete(main())  # type: ignore[no-any-return]
+
+    async def run(self, factory: Callable[[], Awaitable[T]]) -> T:
+        """Run the coroutine `factory()` makes on the confined thread (its own event loop) and await it."""
+        return await asyncio.wrap_future(self._executor.submit(self._run, factory))
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a plain function on the confined thread and wait for it."""
+        return self._executor.submit(fn, *args).result()
 
     def close(self) -> None:
-        if self.ruleset_fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.ruleset_fd)
-            self.ruleset_fd = -1
+        self._executor.shutdown(wait=False)
 
 
-def _make(workspace: Path, executable: str) -> ReadConfinement | None:
+_runners: OrderedDict[tuple[str, str], ConfinedRunner | None] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _make(workspace: Path, executable: str) -> ConfinedRunner | None:
     from kimi_cli.tools.sandbox.landlock_rules import (
         EXECUTE,
         READ_DIR,
         READ_FILE,
+        WRITE_FILE,
         Grant,
         LandlockPlan,
         fs_rights_for_abi,
@@ -56,12 +93,14 @@ def _make(workspace: Path, executable: str) -> ReadConfinement | None:
     abi = landlock_abi()
     if abi < 1:
         return None
-    grants = [Grant(str(workspace), READ_FILE | READ_DIR), Grant(os.path.realpath(executable), READ_FILE | EXECUTE)]
+    grants = [Grant(str(workspace), READ_FILE | READ_DIR), Grant(executable, READ_FILE | EXECUTE)]
     for path in SYSTEM_READ:
-        if os.path.isdir(path) and not os.path.islink(path):
+        if os.path.islink(path) or not os.path.exists(path):
+            continue
+        if os.path.isdir(path):
             grants.append(Grant(path, READ_FILE | READ_DIR | EXECUTE))
-        elif os.path.isfile(path) and not os.path.islink(path):
-            grants.append(Grant(path, READ_FILE))
+        else:
+            grants.append(Grant(path, READ_FILE | (WRITE_FILE if path == "/dev/null" else 0)))
     try:
         fd = create_ruleset(LandlockPlan(fs_rights_for_abi(abi), 0, 0, tuple(grants)), abi)
     except (LandlockUnavailable, OSError):
@@ -69,37 +108,34 @@ def _make(workspace: Path, executable: str) -> ReadConfinement | None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
 
-    def preexec() -> None:  # in the child, between fork and exec: syscalls only
+    def enter() -> None:  # on the worker thread only: no_new_privs and the domain are per thread
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, fd, 0) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
 
-    return ReadConfinement(fd, preexec)
+    runner = ConfinedRunner(fd, enter)
+    try:  # the first use proves it: an rg that is a wrapper script (a pyenv shim) needs more than this grants
+        probe = runner.call(partial(subprocess.run, [executable, "--version"], capture_output=True, timeout=10))
+        if probe.returncode == 0:
+            return runner
+    except (OSError, subprocess.SubprocessError, RuntimeError):
+        pass
+    runner.close()
+    return None
 
 
-def confine_reads(workspace: Path, executable: str) -> ReadConfinement | None:
-    """A confinement for `executable` reading `workspace`, or None where it cannot work here.
-
-    The first use per executable runs `executable --version` under it once: an rg that is a wrapper
-    script (a pyenv shim) needs more than the grants allow, and then Grep falls back to checking.
-    """
-    real = os.path.realpath(executable)
-    if _probed.get(real) is False:
-        return None
-    confinement = _make(workspace, real)
-    if confinement is None:
-        _probed[real] = False
-        return None
-    if real not in _probed:
-        try:
-            out = subprocess.run(
-                [real, "--version"], capture_output=True, timeout=10, preexec_fn=confinement.preexec, cwd=workspace
-            )
-            _probed[real] = out.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _probed[real] = False
-        if not _probed[real]:
-            confinement.close()
-            return None
-    return confinement
+def confined_runner(workspace: Path, executable: str) -> ConfinedRunner | None:
+    """The confined thread for reading `workspace` with `executable`, or None where it cannot work here."""
+    key = (str(workspace), os.path.realpath(executable))
+    with _lock:
+        if key in _runners:
+            _runners.move_to_end(key)
+            return _runners[key]
+        runner = _make(workspace, key[1])
+        _runners[key] = runner
+        while len(_runners) > MAX_RUNNERS:
+            _, old = _runners.popitem(last=False)
+            if old is not None:
+                old.close()
+        return runner

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
-from kimi_cli.tools.ripgrep import MAX_LINE_CHARS, find_rg, run_rg
+from kimi_cli.tools.ripgrep import MAX_LINE_CHARS, RgOutput, find_rg, run_rg
 
 DEFAULT_TIMEOUT = 20.0
 OUTPUT_CAP = 50_000
@@ -67,8 +68,11 @@ class Grep(Tool[GrepParams]):
         self.confine = confine  # False: never Landlock, always check rg's lines (what kernels without it get)
 
     async def run(self, params: GrepParams, ctx: ToolContext) -> ToolResult:
-        from kimi_cli.tools.confine_reader import confine_reads
+        import asyncio
+
+        from kimi_cli.tools.confine_reader import confined_runner
         from kimi_cli.tools.grep_verify import verified_lines
+        from kimi_cli.tools.sandbox.base import kill_group
 
         root = ctx.workspace.root
         base = ctx.workspace.resolve(params.path or ".")
@@ -76,16 +80,20 @@ class Grep(Tool[GrepParams]):
         rg = find_rg()
         # rg reads by path: under Landlock it cannot read outside the workspace whatever a link says;
         # without Landlock every line it prints is checked against a no-follow read of the file.
-        confinement = confine_reads(root, rg) if self.confine else None
-        argv = rg_argv(rg, params, rel, (root / ".kimiignore").is_file(), null=confinement is None)
+        runner = await asyncio.to_thread(confined_runner, root, rg) if self.confine else None
+        argv = rg_argv(rg, params, rel, (root / ".kimiignore").is_file(), null=runner is None)
+        started: list[int] = []
+
+        def search() -> Awaitable[RgOutput]:
+            return run_rg(argv, root, params.max_results, self.timeout, on_start=started.append)
+
         try:
-            out = await run_rg(
-                argv, root, params.max_results, self.timeout, preexec_fn=confinement.preexec if confinement else None
-            )
-        finally:
-            if confinement is not None:
-                confinement.close()
-        found = out.lines if confinement is not None else verified_lines(root, out.lines, MAX_LINE_CHARS)
+            out = await (runner.run(search) if runner is not None else search())
+        except asyncio.CancelledError:
+            for pid in started:  # on the confined thread rg would run on to its own timeout: end it now
+                kill_group(pid)
+            raise
+        found = out.lines if runner is not None else verified_lines(root, out.lines, MAX_LINE_CHARS)
         if out.timed_out:
             shown = "\n".join(_strip_dot(line) for line in found)
             note = f"[search stopped after {self.timeout:g} s; narrow the path or the glob]"

@@ -47,10 +47,10 @@ async def run_rg(
     max_lines: int,
     timeout: float,
     max_line_chars: int = MAX_LINE_CHARS,
-    preexec_fn: Callable[[], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> RgOutput:
     """Run rg, keep at most max_lines lines (each cut to max_line_chars), kill it past the timeout.
-    `preexec_fn` confines it (kimi_cli.tools.confine_reader)."""
+    `on_start` gets rg's pid (its process group), for a caller on another thread to kill it on cancel."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),
@@ -59,8 +59,9 @@ async def run_rg(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
         limit=1 << 20,
-        preexec_fn=preexec_fn,
     )
+    if on_start is not None:
+        on_start(proc.pid)
     lines: list[str] = []
     stopped = timed_out = False
 

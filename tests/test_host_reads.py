@@ -78,6 +78,19 @@ def test_a_symlinked_agents_md_pointing_outside_is_not_read(tmp_path: Path, else
     assert "Run pytest before you finish." in load_agents_md(root)
 
 
+def test_a_custom_agent_file_linked_outside_is_not_read(tmp_path: Path, elsewhere: Path) -> None:
+    from kimi_cli.agent.subagents import custom_kinds
+
+    root = tmp_path / "proj"
+    (root / ".kimi" / "agents").mkdir(parents=True)
+    (elsewhere / "stolen.md").write_text(f"---\nname: stolen\n---\n{SECRET}\n")
+    (root / ".kimi" / "agents" / "stolen.md").symlink_to(elsewhere / "stolen.md")
+    (root / ".kimi" / "agents" / "review.md").write_text("---\nname: review\ndescription: reviews\n---\nReview it.\n")
+    kinds = custom_kinds(root)
+    assert "review" in kinds and kinds["review"].prompt == "Review it."
+    assert "stolen" not in kinds and all(SECRET not in k.prompt for k in kinds.values())
+
+
 def test_the_change_note_after_a_swap_to_a_link_carries_no_outside_content(repo: Path, elsewhere: Path) -> None:
     watcher = PackWatcher(repo, {"calc.py": (repo / "calc.py").read_text()})
     (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")

@@ -62,8 +62,12 @@ def builtin_kinds() -> dict[str, AgentKind]:
 def custom_kinds(workdir: Path) -> dict[str, AgentKind]:
     """`.kimi/agents/*.md`: `---` front matter (name, description, tools: [a, b]) then the system prompt."""
     kinds: dict[str, AgentKind] = {}
+    from kimi_cli.context.agents_md import read_instructions
+
     for path in sorted((workdir / ".kimi" / "agents").glob("*.md")):
-        text = path.read_text(errors="replace")
+        text = read_instructions(workdir.resolve(), path)  # a link out of the workspace is never read
+        if text is None:
+            continue
         match = re.match(r"^---\s*\n(.*?)\n---\s*\n?(.*)$", text, re.DOTALL)
         if not match:
             continue

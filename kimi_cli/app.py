@@ -13,7 +13,7 @@ from kimi_cli.agent.events import Finished
 from kimi_cli.agent.loop import Agent, RunOutcome
 from kimi_cli.approval import HeadlessApprover
 from kimi_cli.errors import ExitCode, KimiError
-from kimi_cli.images import build_user_message
+from kimi_cli.images import build_user_message, check_attachments
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.signals import CancelOnSignal
 from kimi_cli.ui.headless import HeadlessRenderer, OutputFormat
@@ -43,7 +43,7 @@ def run_headless(opts: RunOptions) -> int:
     try:
         if not prompt and not (opts.continue_latest or opts.resume_id):
             raise KimiError("no task given: pass -p 'TASK' or pipe it on stdin", ExitCode.USAGE)
-        user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir)
+        check_attachments(prompt, opts.images, opts.workdir)  # a missing file is told before the pack is built
         choice = SessionChoice(
             prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id, task=prompt
         )
@@ -67,6 +67,8 @@ def run_headless(opts: RunOptions) -> int:
         sys.stderr.write(f"kimi: {visible(str(exc))}\n")
         return int(exc.exit_code)
     try:
+        # Sized for the model in use (its long-edge bound and request cap, from the model table).
+        user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir, runtime.image_limits())
         if opts.branch:
             sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
     except KimiError as exc:

@@ -121,7 +121,7 @@ class ModelOverride(_Strict):
     price_output: float | None = Field(default=None, ge=0)
     price_source: str | None = None
     max_tools: int | None = Field(default=None, ge=1)
-    max_request_bytes: int | None = Field(default=None, ge=100_000)
+    max_request_bytes: int | None = Field(default=None, ge=10_000)
     image_patch: int | None = Field(default=None, ge=1)
     image_long_edge: int | None = Field(default=None, ge=64, le=16384)
 

@@ -1,4 +1,7 @@
-"""Attach images to the user's message: `--image PATH` and `@path.png` inside the prompt."""
+"""Attach images to the user's message: `--image PATH` and `@path.png` inside the prompt.
+
+Each one goes through the image pipeline (kimi_cli.image_pipeline): downscaled to the model's long-edge
+bound, upright, one frame; a picture that cannot fit the request is refused here, before any request."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.errors import ConfigError
+from kimi_cli.image_pipeline import ImageLimits
 from kimi_cli.llm.types import Message
 from kimi_cli.tools.media import image_data_url
 
@@ -23,17 +27,44 @@ def find_image_refs(prompt: str) -> list[str]:
     return seen
 
 
-def build_user_message(prompt: str, images: list[str], cwd: Path) -> Message:
-    """A user message with the prompt and every image as a data-URL part; ConfigError if one is bad."""
-    paths = list(images) + [r for r in find_image_refs(prompt) if r not in images]
+def attachment_paths(prompt: str, images: list[str], cwd: Path) -> list[Path]:
+    """--image paths, then @refs in the prompt, resolved against `cwd`, without duplicates."""
+    raw = list(images) + [r for r in find_image_refs(prompt) if r not in images]
+    out: list[Path] = []
+    for item in raw:
+        path = Path(item).expanduser()
+        out.append(path if path.is_absolute() else cwd / path)
+    return out
+
+
+def check_attachments(prompt: str, images: list[str], cwd: Path) -> None:
+    """Before anything slow (packing): every attachment exists and is a supported image. ConfigError if not."""
+    from kimi_cli.image_pipeline import sniff
+
+    for path in attachment_paths(prompt, images, cwd):
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(16)
+        except FileNotFoundError:
+            raise ConfigError(f"cannot attach image: image not found: {path}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot attach image: cannot read image {path}: {exc.strerror}") from None
+        if sniff(head) is None:
+            raise ConfigError(
+                f"cannot attach image: unsupported image format: {path} (PNG, JPEG, WebP and GIF are supported)"
+            )
+
+
+def build_user_message(prompt: str, images: list[str], cwd: Path, limits: ImageLimits | None = None) -> Message:
+    """A user message with the prompt and every image as a data-URL part, each sized for the model
+    (`limits`, from the model table); ConfigError if one is bad or cannot fit the request."""
+    paths = attachment_paths(prompt, images, cwd)
     if not paths:
         return {"role": "user", "content": prompt}
     parts: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
-    for raw in paths:
-        path = Path(raw).expanduser()
-        path = path if path.is_absolute() else cwd / path
+    for path in paths:
         try:
-            url = image_data_url(path)
+            url = image_data_url(path, limits)
         except ValueError as exc:
             raise ConfigError(f"cannot attach image: {exc}") from None
         parts.append({"type": "image_url", "image_url": {"url": url}})

@@ -37,6 +37,7 @@ from kimi_cli.trust import FolderTrust
 from kimi_cli.workspace_git import git_state
 
 if TYPE_CHECKING:
+    from kimi_cli.image_pipeline import ImageLimits
     from kimi_cli.subagent_runner import SubagentFactory
 
 
@@ -211,6 +212,7 @@ class Runtime:
             notes=self.tasks.finished_notes,
         )
         provider.on_notice = lambda message: agent.emit(Notice(message))
+        agent.ctx.services["image_limits"] = self.image_limits()  # ReadMediaFile and MCP images are sized to it
         if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
             agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
         trust_notice = self.folder_trust.notice() if self.folder_trust is not None else None
@@ -220,6 +222,13 @@ class Runtime:
         for notice in notices:
             agent.emit(Notice(notice))
         return agent, provider
+
+    def image_limits(self) -> ImageLimits:
+        """How images are sized for the model in use: its long-edge bound ([images] long_edge overrides it),
+        its patch size and its request cap."""
+        from kimi_cli.image_pipeline import limits_for
+
+        return limits_for(self.info(), self.config.images.long_edge)
 
     def info(self, model: str | None = None) -> ModelInfo:
         """The model table's entry for `model` (default: the one in use), with the window this session uses."""

@@ -1,12 +1,14 @@
-"""ReadMediaFile: give an image in the workspace to the model as an image part."""
+"""ReadMediaFile: give an image in the workspace to the model as an image part, sized for the model
+(kimi_cli.image_pipeline: the model table's long-edge bound, EXIF orientation, first frame of a GIF)."""
 
 from __future__ import annotations
 
-import base64
+import asyncio
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from kimi_cli.image_pipeline import ImageLimits, Prepared, prepare
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -25,8 +27,8 @@ def sniff_image(head: bytes) -> str | None:
     return None
 
 
-def image_data_url(path: Path) -> str:
-    """Read an image and return a data URL; ValueError says why when it cannot."""
+def image_data_url(path: Path, limits: ImageLimits | None = None) -> str:
+    """Read an image and return a data URL sized for the model; ValueError says why when it cannot."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -37,15 +39,13 @@ def image_data_url(path: Path) -> str:
         raise ValueError(f"not a file: {path}")
     if size > MAX_IMAGE_BYTES:
         raise ValueError(f"image too large: {path} is {size} bytes (limit {MAX_IMAGE_BYTES})")
-    return image_bytes_url(path.read_bytes(), str(path))
+    return image_bytes_url(path.read_bytes(), str(path), limits)
 
 
-def image_bytes_url(data: bytes, label: str) -> str:
-    """A data URL for image bytes already read; ValueError when they are not a supported image."""
-    mime = sniff_image(data[:16])
-    if mime is None:
-        raise ValueError(f"unsupported image format: {label} (PNG, JPEG, WebP and GIF are supported)")
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+def image_bytes_url(data: bytes, label: str, limits: ImageLimits | None = None) -> str:
+    """A data URL for image bytes already read, downscaled and re-encoded where the model needs it;
+    ValueError (ImageError) when they are not a supported image or cannot fit the request."""
+    return prepare(data, limits or ImageLimits(), label).data_url()
 
 
 def read_workspace_image(ctx: ToolContext, path: Path, shown: str) -> bytes:
@@ -80,9 +80,14 @@ class ReadMediaFile(Tool[ReadMediaFileParams]):
 
     async def run(self, params: ReadMediaFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.path)
+        limits = ctx.services.get("image_limits") or ImageLimits()
+        data = read_workspace_image(ctx, path, params.path)
         try:
-            url = image_bytes_url(read_workspace_image(ctx, path, params.path), params.path)
+            prepared: Prepared = await asyncio.to_thread(prepare, data, limits, params.path)  # Pillow: off the loop
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         rel = ctx.workspace.relative(path)
-        return ToolResult(f"image {rel} attached in the next message", images=[url])
+        return ToolResult(
+            f"image {rel} attached in the next message ({prepared.note()}, ~{prepared.tokens(limits.patch):,} tokens)",
+            images=[prepared.data_url()],
+        )

@@ -16,6 +16,7 @@ from typing import Any
 from kimi_cli import __version__
 from kimi_cli.acp_server.approver import MODES, make_approver, set_mode
 from kimi_cli.acp_server.client_mcp import client_mcp_config
+from kimi_cli.acp_server.effort import effort_options, set_effort
 from kimi_cli.acp_server.updates import EditTexts, to_updates
 from kimi_cli.agent.events import Event
 from kimi_cli.errors import ExitCode, KimiError
@@ -149,7 +150,7 @@ class KimiAcpAgent:
             session = await self._open(cwd, mcp_servers, None)
         except KimiError as exc:
             raise _request_error(exc) from None
-        return NewSessionResponse(session_id=session.id, modes=_modes("auto"))
+        return NewSessionResponse(session_id=session.id, modes=_modes("auto"), config_options=effort_options(session))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any) -> Any:
         from acp.schema import LoadSessionResponse
@@ -162,7 +163,7 @@ class KimiAcpAgent:
             for update in _replay(message):
                 session.queue.put_nowait(update)
         await session.flush()
-        return LoadSessionResponse(modes=_modes("auto"))
+        return LoadSessionResponse(modes=_modes("auto"), config_options=effort_options(session))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> Any:
         from acp.schema import SetSessionModeResponse
@@ -173,11 +174,15 @@ class KimiAcpAgent:
         set_mode(session.approver, mode_id)
         return SetSessionModeResponse()
 
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **kwargs: Any) -> Any:
+        """The reasoning effort (kimi_cli.acp_server.effort); the only config option."""
+        return set_effort(self._session(session_id), config_id, value)
+
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
         from acp.schema import PromptResponse, Usage
 
         session = await self._settle_trust(self._session(session_id))
-        message = _user_message(prompt)
+        message = await asyncio.to_thread(_user_message, prompt, session.runtime.image_limits())  # Pillow
         session.turn = asyncio.ensure_future(session.agent.run(message))
         try:
             outcome = await session.turn
@@ -249,7 +254,10 @@ def _modes(current: str) -> Any:
     return SessionModeState(current_mode_id=current, available_modes=modes)
 
 
-def _user_message(blocks: list[Any]) -> dict[str, Any]:
+def _user_message(blocks: list[Any], limits: Any = None) -> dict[str, Any]:
+    """The prompt's blocks as one user message; images sized for the model (kimi_cli.image_pipeline)."""
+    from kimi_cli.image_pipeline import ImageError, ImageLimits, prepare_data_url
+
     parts: list[dict[str, Any]] = []
     for block in blocks:
         kind = getattr(block, "type", "")
@@ -257,6 +265,12 @@ def _user_message(blocks: list[Any]) -> dict[str, Any]:
             parts.append({"type": "text", "text": block.text})
         elif kind == "image":
             url = f"data:{block.mime_type};base64,{block.data}" if block.data else block.uri
+            if block.data:
+                try:
+                    url = prepare_data_url(url, limits or ImageLimits(), "the attached image").data_url()
+                except ImageError as exc:
+                    parts.append({"type": "text", "text": f"[image left out: {exc}]"})
+                    continue
             parts.append({"type": "image_url", "image_url": {"url": url}})
         elif kind == "resource":
             resource = block.resource

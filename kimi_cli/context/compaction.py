@@ -66,9 +66,15 @@ def summary_request(messages: list[Message]) -> list[Message]:
 
 
 def compacted_history(
-    system: Message, messages: list[Message], summary: str, todos: list[dict[str, str]], touched: list[str]
+    system: Message,
+    messages: list[Message],
+    summary: str,
+    todos: list[dict[str, str]],
+    touched: list[str],
+    image_budget: int = 32_768,
 ) -> list[Message]:
-    """[system (fresh pack), one user message: the task verbatim, later requests, summary, todos, files].
+    """[system (fresh pack), one user message: the task verbatim, later requests, summary, todos, files,
+    and the most recent images that fit `image_budget` tokens (a screenshot the task is built from stays)].
     `touched`: the files the agent wrote by name, as the tool registry read them from the calls."""
     asks = user_texts(messages)
     parts = [asks[0] if asks else ""]
@@ -81,4 +87,12 @@ def compacted_history(
     if touched:
         parts.append("Files touched so far: " + ", ".join(touched))
     parts.append("The repository snapshot in the system prompt is current as of now. Continue the task.")
-    return [system, {"role": "user", "content": "\n\n".join(parts)}]
+    from kimi_cli.image_pipeline import recent_images
+
+    images = recent_images(messages, image_budget)
+    if not images:
+        return [system, {"role": "user", "content": "\n\n".join(parts)}]
+    parts.append(f"The conversation's {len(images)} most recent image(s), kept as they were:")
+    content: list[dict[str, Any]] = [{"type": "text", "text": "\n\n".join(parts)}]
+    content += [{"type": "image_url", "image_url": {"url": url}} for url in images]
+    return [system, {"role": "user", "content": content}]

@@ -16,6 +16,7 @@ from kimi_cli.context.agents_md import NestedInstructions
 from kimi_cli.context.compaction import compacted_history, summary_request
 from kimi_cli.context.packer import Pack, RepoPacker
 from kimi_cli.context.watch import PackWatcher
+from kimi_cli.image_pipeline import history_image_tokens, message_tokens, strip_images
 from kimi_cli.llm.types import Message
 
 PrefixFn = Callable[[str, str], Message]  # (pack section, mode's part) -> the system message
@@ -140,16 +141,16 @@ class SessionContext:
         self._calibrated = True
         from kimi_cli.context.tokens import record_calibration
 
-        texts = [m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+        texts = [m.get("content") if isinstance(m.get("content"), str) else json.dumps(strip_images(m).get("content"))
                  for m in messages]  # fmt: skip
         raw = self.packer.counter.raw("\n".join(t or "" for t in texts) + json.dumps(tools))
-        record_calibration(self.model, raw, prompt_tokens)
+        record_calibration(self.model, raw, prompt_tokens - history_image_tokens(messages))  # text tokens only
 
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int:
-        """Tokens the next request will carry: the last request's count plus what was added since."""
+        """Tokens the next request will carry: the last request's count plus what was added since. An image
+        counts by its area (14x14 pixels a token), never by its base64 length (kimi_cli.image_pipeline)."""
         added = messages[sent_count:] if prompt_tokens else messages
-        chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in added)
-        return prompt_tokens + int(chars / CHARS_PER_TOKEN)
+        return prompt_tokens + sum(message_tokens(m, CHARS_PER_TOKEN) for m in added)
 
     def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool:
         return self.estimate(messages, prompt_tokens, sent_count) >= self.compact_at * self.context_length
@@ -163,4 +164,4 @@ class SessionContext:
         task = first_user.get("content") if first_user else ""
         system = self.system_message(task if isinstance(task, str) else "")
         self.instructions = NestedInstructions(self.root)  # the summary drops the notes: offer them again
-        return compacted_history(system, messages, completion.text, todos, touched)
+        return compacted_history(system, messages, completion.text, todos, touched, self.context_length // 16)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any, Protocol
 
@@ -14,6 +15,7 @@ from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.schema import convert_parameters
 
 TEXT_CAP = 30_000
+PIPELINE_MAX_BYTES = 40 * 1024 * 1024  # larger MCP images are not decoded (the caps leave them out)
 
 
 class McpApprover(Protocol):
@@ -61,7 +63,26 @@ class McpTool(Tool[McpArgs]):
             result = await self.manager.call(self.server, self.tool_name, arguments)
         except McpError as exc:
             raise ToolError(str(exc)) from None
-        return convert_result(result)
+        import asyncio
+
+        return await asyncio.to_thread(convert_result, result, ctx.services.get("image_limits"))  # Pillow: off the loop
+
+
+def sized_image(mime_type: str | None, data_b64: str, limits: Any) -> tuple[str | None, str]:
+    """(mime, base64) of an MCP image after the pipeline: downscaled to the model's bound. Data that is not
+    a picture the pipeline can read, or too big to decode, goes on unchanged to the caps, which judge it."""
+    from kimi_cli.image_pipeline import ImageError, ImageLimits, prepare
+    from kimi_cli.mcp.result_limits import decoded_size
+
+    if not data_b64 or decoded_size(data_b64) > PIPELINE_MAX_BYTES:
+        return mime_type, data_b64
+    try:
+        prepared = prepare(base64.b64decode(data_b64, validate=False), limits or ImageLimits(), "MCP image")
+    except (ImageError, ValueError):
+        return mime_type, data_b64
+    if not prepared.changed:
+        return mime_type, data_b64
+    return prepared.mime, base64.b64encode(prepared.data).decode("ascii")
 
 
 def mcp_facts(annotations: Any, configured_read_only: bool) -> ToolFacts:
@@ -76,8 +97,9 @@ def mcp_facts(annotations: Any, configured_read_only: bool) -> ToolFacts:
     return ToolFacts(reads=True, writes=True, network=network)
 
 
-def convert_result(result: Any) -> ToolResult:
-    """Text (capped), images as image parts, structured content as JSON, isError as an error."""
+def convert_result(result: Any, limits: Any = None) -> ToolResult:
+    """Text (capped), images as image parts (sized for the model by the image pipeline, then held to the
+    result caps), structured content as JSON, isError as an error."""
     from kimi_cli.mcp.result_limits import ImageBudget
 
     texts: list[str] = []
@@ -87,8 +109,9 @@ def convert_result(result: Any) -> ToolResult:
         kind = getattr(part, "type", "")
         if kind == "text":
             texts.append(part.text)
-        elif kind == "image":  # capped before anything keeps it (kimi_cli.mcp.result_limits)
-            url, note = budget.image_part(part.mime_type, part.data or "")
+        elif kind == "image":  # sized for the model, then capped before anything keeps it (result_limits)
+            mime, data = sized_image(part.mime_type, part.data or "", limits)
+            url, note = budget.image_part(mime, data)
             if url:
                 images.append(url)
             texts.append(note)

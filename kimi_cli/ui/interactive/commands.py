@@ -17,7 +17,6 @@ from kimi_cli.errors import KimiError
 from kimi_cli.runtime import SessionChoice
 from kimi_cli.session.checkpointing import apply_undo, describe_points, plan_undo, undo_state
 from kimi_cli.session.store import list_sessions
-from kimi_cli.tools.media import image_data_url
 from kimi_cli.ui.interactive.host import SessionHost
 from kimi_cli.ui.sanitize import visible, visible_text
 
@@ -161,13 +160,27 @@ class SlashCommands:
     async def cmd_image(self, arg: str) -> None:
         path = Path(arg).expanduser()
         path = path if path.is_absolute() else self.app.runtime.workdir / path
+        from kimi_cli.image_pipeline import prepare
+
+        limits = self.app.runtime.image_limits()
         try:
-            image_data_url(path)
+            prepared = prepare(path.read_bytes(), limits, str(path))  # sized as it will be sent
+        except FileNotFoundError:
+            self.console.print(visible_text(f"image not found: {path}", "yellow"))
+            return
+        except OSError as exc:
+            self.console.print(visible_text(f"cannot read image {path}: {exc.strerror}", "yellow"))
+            return
         except ValueError as exc:
             self.console.print(visible_text(str(exc), "yellow"))
             return
         self.app.pending_images.append(str(path))
-        self.console.print(visible_text(f"attached {arg}; it goes with your next message"))
+        self.console.print(
+            visible_text(
+                f"attached {arg} ({prepared.note()}, ~{prepared.tokens(limits.patch):,} tokens); it goes with your "
+                "next message"
+            )
+        )
 
     async def cmd_diff(self, arg: str) -> None:
         runtime = self.app.runtime

@@ -187,7 +187,7 @@ class InteractiveApp:
             self.console.print(visible_text(f"attached {image.name}; it goes with your next message"))
             return
         try:
-            message = build_user_message(text, self.pending_images, self.runtime.workdir)
+            message = build_user_message(text, self.pending_images, self.runtime.workdir, self.runtime.image_limits())
         except KimiError as exc:
             self.console.print(visible_text(str(exc), "yellow"))
             return

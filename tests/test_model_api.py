@@ -215,3 +215,29 @@ def test_the_cache_key_is_per_workspace_and_pack_not_per_session(
     first, second, third = (r["prompt_cache_key"] for r in server.requests)
     assert first == second and first != third
     assert server.requests[0]["messages"][0] == server.requests[1]["messages"][0]  # the same prefix bytes
+
+
+# --- ACP ---------------------------------------------------------------------------------------------------
+
+
+def test_acp_offers_effort_as_a_config_option_and_applies_it(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    import acp
+    from test_acp import RecordingClient, run
+
+    server.add({"text": "one"}, {"text": "two"})
+
+    async def flow(conn: object, proc: object) -> tuple:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])  # type: ignore[attr-defined]
+        sid = session.session_id
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("hi")])  # type: ignore[attr-defined]
+        changed = await conn.set_config_option(config_id="effort", session_id=sid, value="low")  # type: ignore[attr-defined]
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("again")])  # type: ignore[attr-defined]
+        return session.config_options, changed.config_options
+
+    offered, changed = run(repo, env, server, RecordingClient(), flow)
+    assert offered[0].id == "effort" and offered[0].current_value == "high"  # an editor session: high
+    assert [o.value for o in offered[0].options] == ["low", "high", "max"]
+    assert changed[0].current_value == "low"
+    assert [r["reasoning_effort"] for r in server.requests] == ["high", "low"]

@@ -79,27 +79,39 @@ class _Snapshot:
     dirs: set[str] = field(default_factory=set)
 
     def walk(self, root_fd: int) -> tuple[dict[str, Stamp], set[str]]:
+        """Every file and folder under the roots: one no-follow open per folder, fstatat per entry."""
         files: dict[str, Stamp] = {}
         dirs: set[str] = set()
         for root in self.roots:
-            stack = [root]
-            while stack:
-                rel = stack.pop()
-                try:
-                    st = safe_fs.lstat_at(root_fd, rel)
-                except OSError:
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    dirs.add(rel)
-                    with contextlib.suppress(OSError):
-                        fd = safe_fs.open_at(root_fd, rel, safe_fs.DIR_FLAGS)
-                        try:
-                            stack.extend(f"{rel}/{name}" for name in os.listdir(fd))
-                        finally:
-                            os.close(fd)
-                    continue
-                files[rel] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+            folder, name = safe_fs.split(root)
+            try:
+                parent = safe_fs.open_at(root_fd, folder, safe_fs.DIR_FLAGS)
+            except OSError:
+                continue
+            try:
+                self._entry(parent, name, root, files, dirs)
+            finally:
+                os.close(parent)
         return files, dirs
+
+    def _entry(self, parent: int, name: str, rel: str, files: dict[str, Stamp], dirs: set[str]) -> None:
+        try:
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except OSError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            files[rel] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+            return
+        dirs.add(rel)
+        try:
+            fd = os.open(name, safe_fs.DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        except OSError:
+            return
+        try:
+            for child in os.listdir(fd):
+                self._entry(fd, child, f"{rel}/{child}", files, dirs)
+        finally:
+            os.close(fd)
 
     def remember(self, root_fd: int) -> None:
         current, self.dirs = self.walk(root_fd)

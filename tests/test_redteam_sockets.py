@@ -136,3 +136,20 @@ def test_swapping_a_folder_with_a_link_to_the_host_never_reaches_the_host(host_r
         assert "connected: inside" in legit.output, legit.output
     finally:
         inside.close()
+
+
+@pytest.mark.parametrize("backend", [b for b in backends() if b != "docker"])  # docker shares the host's netns then
+def test_with_the_network_on_host_abstract_sockets_still_do_not_answer(backend: str, tmp_path: Path) -> None:
+    """bwrap keeps the host's network namespace then: the Landlock scope (ABI 6+) is what keeps them away."""
+    name = f"@kimi-redteam-{secrets.token_hex(4)}"
+    abstract = UnixServer(name)
+    rig, _ = make_rig(tmp_path, backend, network=True)
+    try:
+        probe = need_probe(rig)
+        result = rig.run(f"{probe} connect {name}")
+        assert "connected" not in result.output, result.output
+        assert abstract.accepted == 0
+        legit_server_and_client(rig, probe)
+    finally:
+        rig.close()
+        abstract.close()

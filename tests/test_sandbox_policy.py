@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kimi_cli.tools.sandbox.base import OutputCollector
-from kimi_cli.tools.sandbox.bwrap import bwrap_argv
+from kimi_cli.tools.sandbox.bwrap import BwrapSandbox, bwrap_argv
 from kimi_cli.tools.sandbox.docker_backend import KEEPER, container_options
 from kimi_cli.tools.sandbox.policy import HiddenPath, SandboxPolicy, build_policy, scrub_env
 
@@ -65,7 +65,7 @@ def test_build_policy_hides_existing_credential_stores_and_git(tmp_path: Path) -
     )
     in_home = [h for h in pol.hidden if h.path.is_relative_to(tmp_path)]
     assert in_home == [HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False)]
-    assert all(str(h.path).startswith("/etc/") for h in pol.hidden if h not in in_home)  # /etc/shadow & co
+    assert all(str(h.path).startswith(("/etc/", "/var/lib/")) for h in pol.hidden if h not in in_home)  # /etc/shadow
     assert pol.read_only == (ws / ".git",)
     assert "KIMI_API_KEY" not in pol.env and pol.network is False
 
@@ -101,3 +101,26 @@ def test_output_collector_keeps_head_and_tail_in_bounded_memory() -> None:
     text, cut = collector.result()
     assert text.startswith("H" * 66 + "\n") and text.endswith(" ...]\n\n" + "T" * 34)
     assert cut == 80 + 10_000_000 + 34 - 100
+
+
+def test_sandbox_command_lists_what_each_backend_enforces_and_cannot(tmp_path: Path) -> None:
+    """What `/sandbox` prints: the same table the README mirrors, per backend, with this machine's caveats."""
+    from kimi_cli.tools.sandbox.limits import describe
+    from kimi_cli.tools.sandbox.none import NoSandbox
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    pol = build_policy(ws, tmp_path / "t", environ={"HOME": str(tmp_path)})
+    lines = describe(BwrapSandbox(pol, 1000))
+    assert any("host sockets" in line for line in lines) and any(line.startswith("  cannot:") for line in lines)
+    assert describe(NoSandbox(pol, 1000)) == [
+        "  cannot:   no isolation at all: every command needs approval (or --yolo)"
+    ]
+    from kimi_cli.tools.sandbox.landlock import LandlockSandbox
+
+    landlock = LandlockSandbox(pol, 1000)
+    try:
+        text = "\n".join(describe(landlock))
+        assert "connect() reaches only sockets in the workspace" in text and "as root that is every file" in text
+    finally:
+        landlock.close_sync()

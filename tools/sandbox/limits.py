@@ -35,10 +35,14 @@ CANNOT: dict[str, tuple[str, ...]] = {
     "landlock": (
         "modes (without setuid bits), owners within your groups, timestamps and xattrs of files you own outside "
         "the workspace can change; as root that is every file",
+        "other processes' command lines (/proc/PID/cmdline) are readable",
         ".git and .kimi are restored after each command, not kept read-only while it runs",
-        "abstract unix sockets and POSIX shared memory (/dev/shm, multiprocessing locks) are unavailable",
+        "abstract unix sockets, POSIX shared memory (/dev/shm, multiprocessing locks) and SysV IPC are unavailable",
     ),
-    "docker": ("runs as the image's user (root in most images); the seccomp profile replaces Docker's default",),
+    "docker": (
+        "runs as the image's user (root in most images); the seccomp profile replaces Docker's default",
+        "with the network on, the host's network namespace and its abstract unix sockets are shared",
+    ),
     "none": ("no isolation at all: every command needs approval (or --yolo)",),
 }
 

@@ -103,3 +103,45 @@ def test_every_backend_takes_the_hidden_paths_from_the_one_table(credential_home
     granted = [g.path for g in landlock_plan(policy, 7).grants]
     assert not any(g == str(h) or g.startswith(f"{h}/") for h in hidden for g in granted)
     assert set(container_options(policy, "img", "1g", 64, "s")["volumes"]) == {str(ws)}  # nothing outside at all
+
+
+@pytest.mark.parametrize("name", [".kimi", ".git"])
+@pytest.mark.parametrize("backend", backends())
+def test_a_protected_name_that_is_a_link_to_a_secret_exposes_nothing(
+    backend: str, name: str, tmp_path: Path, credential_home: Path
+) -> None:
+    """A cloned repository may ship `.kimi` (or `.git`) as a link to ~/.ssh: mounting it read-only would
+    mount the link's target, the secret, into the sandbox (Docker resolves the host side of a bind)."""
+    target = credential_home / ".ssh"
+    (target / "id_ed25519").write_text(f"{MARK}ssh\n")
+
+    def prepare(ws: Path) -> None:
+        if name == ".git":
+            shutil.rmtree(ws / ".git")
+        (ws / name).symlink_to(target)
+
+    rig, _ = make_rig(tmp_path, backend, environ={"HOME": str(credential_home)}, prepare=prepare)
+    try:
+        result = rig.run(f"cat {name}/id_ed25519 {name}/secret; ls {name}/; echo done")
+        assert "done" in result.output and MARK not in result.output, result.output
+    finally:
+        rig.close()
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_kimi_started_in_the_home_folder_still_hides_its_secrets(backend: str, tmp_path: Path) -> None:
+    """The workspace is the home itself: hidden paths inside the writable workspace stay hidden there too."""
+
+    def prepare(ws: Path) -> None:
+        (ws / ".ssh").mkdir()
+        (ws / ".ssh" / "id_rsa").write_text(f"{MARK}home-ws\n")
+        (ws / ".npmrc").write_text(f"{MARK}npmrc\n")
+        (ws / "notes.txt").write_text("LEGIT-NOTES\n")
+
+    rig, _ = make_rig(tmp_path, backend, environ={"HOME": str(tmp_path / "ws")}, prepare=prepare)
+    try:
+        result = rig.run("cat .ssh/id_rsa .npmrc; cat notes.txt; echo more >> notes.txt && echo wrote")
+        assert MARK not in result.output, result.output
+        assert "LEGIT-NOTES" in result.output and "wrote" in result.output
+    finally:
+        rig.close()

@@ -58,7 +58,8 @@ def build_policy(
         if not _covers(path, workspace)
     ]
     ws = workspace.resolve()
-    read_only = tuple(ws / name for name in PROTECTED if (ws / name).exists())
+    # Never a link: mounting `.kimi -> ~/.ssh` read-only would mount the secret itself (bind sources resolve).
+    read_only = tuple(ws / name for name in PROTECTED if (ws / name).exists() and not (ws / name).is_symlink())
     return SandboxPolicy(
         workspace=ws,
         private_tmp=private_tmp,

@@ -94,7 +94,9 @@ def test_every_backend_takes_the_hidden_paths_from_the_one_table(credential_home
     ws.mkdir()
     policy = build_policy(ws, tmp_path / "t", environ={"HOME": str(credential_home)})
     hidden = {h.path for h in policy.hidden}
-    assert set(expand(default_entries(), credential_home)) >= hidden >= {
+    from kimi_cli.paths import private_dirs
+
+    assert set(expand([*default_entries(), *map(str, private_dirs())], credential_home)) >= hidden >= {
         credential_home / ".yarnrc", credential_home / ".yarnrc.yml", credential_home / ".kube",
         credential_home / ".config" / "gh", credential_home / ".mozilla", credential_home / ".cargo" / "credentials",
     }  # fmt: skip
@@ -145,3 +147,27 @@ def test_kimi_started_in_the_home_folder_still_hides_its_secrets(backend: str, t
         assert "LEGIT-NOTES" in result.output and "wrote" in result.output
     finally:
         rig.close()
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_kimis_own_folders_are_hidden_wherever_they_live(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KIMI_HOME (the API key, sessions, trusted folders) and the cache (other projects' packs) may live
+    outside ~/.kimi: they are hidden there too."""
+    elsewhere = Path(tempfile.mkdtemp(prefix="kimi-redteam-kimihome-", dir="/var/tmp"))
+    try:
+        (elsewhere / "home").mkdir()
+        (elsewhere / "home" / "config.toml").write_text(f'api_key = "{MARK}kimi-home"\n')
+        (elsewhere / "cache" / "kimi").mkdir(parents=True)
+        (elsewhere / "cache" / "kimi" / "pack.json").write_text(f"{MARK}cache\n")
+        monkeypatch.setenv("KIMI_HOME", str(elsewhere / "home"))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(elsewhere / "cache"))
+        rig, _ = make_rig(tmp_path, backend)
+        try:
+            result = rig.run(f"cat {elsewhere}/home/config.toml {elsewhere}/cache/kimi/pack.json; echo done")
+            assert "done" in result.output and MARK not in result.output, result.output
+        finally:
+            rig.close()
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)

@@ -65,7 +65,10 @@ def test_build_policy_hides_existing_credential_stores_and_git(tmp_path: Path) -
     )
     in_home = [h for h in pol.hidden if h.path.is_relative_to(tmp_path)]
     assert in_home == [HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False)]
-    assert all(str(h.path).startswith(("/etc/", "/var/lib/")) for h in pol.hidden if h not in in_home)  # /etc/shadow
+    from kimi_cli.paths import private_dirs
+
+    system = ("/etc/", "/var/lib/", *(str(p) for p in private_dirs()))  # /etc/shadow & co, and kimi's own folders
+    assert all(str(h.path).startswith(system) for h in pol.hidden if h not in in_home)
     assert pol.read_only == (ws / ".git",)
     assert "KIMI_API_KEY" not in pol.env and pol.network is False
 

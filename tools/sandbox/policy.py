@@ -52,11 +52,10 @@ def build_policy(
     """The default policy for a workspace: only existing hidden paths are listed (bwrap needs targets)."""
     env, withheld = sandbox_env(dict(os.environ) if environ is None else environ, env_allow, env_deny)
     home = Path(env.get("HOME") or Path.home())
-    hidden = [
-        HiddenPath(path, path.is_dir())
-        for path in expand([*default_entries(), *(extra_hidden or [])], home)
-        if not _covers(path, workspace)
-    ]
+    from kimi_cli.paths import private_dirs  # kimi's own folders, wherever KIMI_HOME/XDG_CACHE_HOME put them
+
+    entries = [*default_entries(), *(extra_hidden or []), *(str(p) for p in private_dirs())]
+    hidden = [HiddenPath(path, path.is_dir()) for path in expand(entries, home) if not _covers(path, workspace)]
     ws = workspace.resolve()
     # Never a link: mounting `.kimi -> ~/.ssh` read-only would mount the secret itself (bind sources resolve).
     read_only = tuple(ws / name for name in PROTECTED if (ws / name).exists() and not (ws / name).is_symlink())

@@ -173,6 +173,7 @@ class Runtime:
         shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, tasks)
         builtin: list[Any] = [shell, Git(identity), TaskOutput(tasks), TaskStop(tasks)]
         notices: list[str] = []
+        starting: list[str] = []
         web = self.config.web
         if web.enabled:
             from kimi_cli.web.tools import FetchURL, SearchWeb
@@ -186,7 +187,7 @@ class Runtime:
             from kimi_cli.mcp.wiring import mcp_tools
 
             taken = set(default_tools(builtin).names)
-            extra_tools, notices = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
+            extra_tools, notices, starting = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
             builtin += extra_tools
         if self.config.subagents:
             from kimi_cli.subagent_runner import SubagentRunner
@@ -211,6 +212,19 @@ class Runtime:
             context=self.context,
             notes=self.tasks.finished_notes,
         )
+        if self.mcp is not None and starting:  # the first request does not wait for them
+            from kimi_cli.mcp.wiring import LateServers
+
+            late = LateServers(self.mcp, approver, registry, starting)  # type: ignore[arg-type]
+            finished = self.tasks.finished_notes
+
+            def notes() -> list[str]:  # before each request: servers ready since join the end of the tools
+                told = late.poll()
+                for notice in late.take_notices():
+                    agent.emit(Notice(notice))
+                return told + finished()
+
+            agent.notes = notes
         provider.on_notice = lambda message: agent.emit(Notice(message))
         agent.ctx.services["image_limits"] = self.image_limits()  # ReadMediaFile and MCP images are sized to it
         if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent

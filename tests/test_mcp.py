@@ -59,13 +59,15 @@ def test_a_stdio_server_tool_runs_and_its_image_reaches_the_model(
     )  # fmt: skip
     proc = run_kimi(["-p", "use mcp", "--output-format", "json"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
-    names = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    # The first request does not wait for the server; by the second its tools are there, at the end.
+    first = [t["function"]["name"] for t in server.requests[0]["tools"]]
+    names = [t["function"]["name"] for t in server.requests[1]["tools"]]
     assert "mcp__everything__echo" in names and "mcp__everything__get-sum" in names
-    assert names.index("ReadFile") < names.index("mcp__everything__echo")  # built-ins first, stable order
+    assert names[: len(first)] == first and names.index("ReadFile") < names.index("mcp__everything__echo")
     echo, image = tool_results(server, 1)
     assert "Echo: hello mcp" in echo and "[image: image/png" in image
-    last = server.requests[1]["messages"][-1]
-    assert last["role"] == "user" and last["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    parts = [m["content"] for m in server.requests[1]["messages"] if isinstance(m.get("content"), list)]
+    assert parts and parts[-1][1]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
 def test_headless_without_a_rule_refuses_and_names_the_rule(repo: Path, env: dict, server: ScriptedModelServer) -> None:
@@ -85,7 +87,9 @@ def test_a_server_that_never_starts_leaves_the_session_working(
 ) -> None:
     write_config(repo, {"broken": {"command": "/nonexistent/mcp-server"},
                         "slow": {"command": "sleep", "args": ["30"], "startup_timeout": 1}})  # fmt: skip
-    server.add({"text": "still fine"})
+    # The first request does not wait for them; a call naming their tools waits until each has failed.
+    server.add({"tool_calls": [tool_call("mcp__broken__x", {}, "b"), tool_call("mcp__slow__x", {}, "s")]},
+               {"text": "still fine"})  # fmt: skip
     started = time.monotonic()
     proc = run_kimi(["-p", "hi", "--output-format", "stream-json"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
@@ -93,7 +97,9 @@ def test_a_server_that_never_starts_leaves_the_session_working(
     notices = [json.loads(line)["message"] for line in proc.stdout.splitlines() if '"notice"' in line]
     assert any("'broken' is not available" in n for n in notices)
     assert any("'slow' is not available" in n and "1 s" in n for n in notices)
-    assert not any(t["function"]["name"].startswith("mcp__") for t in server.requests[0]["tools"])
+    assert all("unknown tool" in r for r in tool_results(server, 1))
+    for request in server.requests:
+        assert not any(t["function"]["name"].startswith("mcp__") for t in request["tools"])
 
 
 def test_an_error_result_a_timeout_and_a_killed_server_come_back_as_tool_errors(
@@ -217,10 +223,11 @@ def test_a_server_that_writes_garbage_is_dropped_and_mcp_children_die_with_kimi(
     write_config(repo, {"junk": {"command": str(garbage), "startup_timeout": 2},
                         "good": {"command": str(wrapper)}})  # fmt: skip
     allow(repo, "mcp__good__*")
-    server.add(
-        {"tool_calls": [tool_call("mcp__good__echo", {"message": "still here"}, "e")]},
+    server.add(  # naming a junk tool waits for junk to fail (the first request waits for no server)
+        {"tool_calls": [tool_call("mcp__good__echo", {"message": "still here"}, "e"),
+                        tool_call("mcp__junk__x", {}, "j")]},
         {"tool_calls": [tool_call("Shell", {"command": "sleep 60"}, "hold")]},
-    )
+    )  # fmt: skip
     full = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
     proc = subprocess.Popen([*kimi_executable(), "-p", "x", "--output-format", "stream-json"], cwd=repo, env=full,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
@@ -240,3 +247,39 @@ def test_a_server_that_writes_garbage_is_dropped_and_mcp_children_die_with_kimi(
     assert proc.wait(timeout=15) == 4
     wait_until(lambda: processes_with("mcp-marker-4711") == [], what="the MCP server to die with kimi")
     assert subprocess.run(["pgrep", "-f", str(garbage)], capture_output=True).stdout == b""
+
+
+def test_a_server_ready_after_the_first_request_joins_the_end_of_the_tools_block(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    """The first request does not wait for a slow server. When it is ready, its tools are appended after
+    everything already sent (the earlier tools block stays byte-identical: the cached prefix holds), and the
+    model is told in one line. The slow server starts only once the first step has opened its gate."""
+    import itertools
+    import sys
+
+    fixture = Path(__file__).resolve().parent / "mcp_fixture_server.py"
+    slow = repo / "slow_server.sh"
+    slow.write_text(
+        "#!/bin/sh\nwhile [ ! -e .gate ]; do sleep 0.05; done\ntouch .started\n"
+        f"exec {sys.executable} {fixture} many 3\n"
+    )
+    slow.chmod(0o755)
+    write_config(repo, {"slow": {"command": str(slow), "startup_timeout": 60}})
+    server.add(
+        {"tool_calls": [tool_call("Shell", {"command": "touch .gate; until [ -e .started ]; do sleep 0.05; done; "
+                                                       "sleep 2"}, "gate")]},
+        {"tool_calls": [tool_call("Shell", {"command": "sleep 1"}, "wait")]},
+        {"text": "done"},
+    )  # fmt: skip
+    proc = run_kimi(["-p", "use the slow server", "--yolo"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    blocks = [request["tools"] for request in server.requests]
+    assert not any(t["function"]["name"].startswith("mcp__slow__") for t in blocks[0])
+    for before, after in itertools.pairwise(blocks):
+        assert json.dumps(after[: len(before)]) == json.dumps(before)  # append-only: what was sent stays
+    last = [t["function"]["name"] for t in blocks[-1]]
+    assert last[len(blocks[0]) :] == ["mcp__slow__t000", "mcp__slow__t001", "mcp__slow__t002"]
+    told = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"
+            and isinstance(m["content"], str) and "'slow' is ready" in m["content"]]  # fmt: skip
+    assert len(told) == 1 and "mcp__slow__t000" in told[0] and "end of your tool list" in told[0]

@@ -7,7 +7,7 @@ guard, checkpoints and change notes all read that, never the raw JSON again.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,9 @@ class ToolRegistry:
         for tool in tools:
             self._tools[tool.name] = tool
         self._schemas: list[dict[str, Any]] | None = None
+        # A source of tools that arrive later (MCP servers still starting): asked, with the names the model
+        # called that are not here, before those calls are prepared; it appends what it brings.
+        self.late: Callable[[list[str]], Awaitable[object]] | None = None
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -68,10 +71,31 @@ class ToolRegistry:
         return list(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        """Built once: the schemas are part of the cached prompt prefix and must not change mid-session."""
+        """Built once: the schemas are part of the cached prompt prefix and must not change mid-session,
+        except by `append`, which only adds at the end."""
         if self._schemas is None:
             self._schemas = [tool.schema() for tool in self._tools.values()]
         return self._schemas
+
+    def append(self, tools: Iterable[Tool[Any]]) -> list[str]:
+        """Add tools at the END of the tools block (an MCP server that became ready late): what was sent
+        before stays byte-identical and in place, so the cached prompt prefix survives. A name already here
+        is skipped. The schema list is replaced, not mutated (the wire caches its encoding by identity).
+        Returns the names added."""
+        added: list[str] = []
+        for tool in tools:
+            if tool.name not in self._tools:
+                self._tools[tool.name] = tool
+                added.append(tool.name)
+        if added and self._schemas is not None:
+            self._schemas = self._schemas + [self._tools[name].schema() for name in added]
+        return added
+
+    async def bring(self, names: Iterable[str]) -> None:
+        """Before calls are prepared: let `late` bring tools the model named that are not here yet."""
+        missing = [n for n in names if n not in self._tools]
+        if missing and self.late is not None:
+            await self.late(missing)
 
     def observe_prompt(self, text: str, ctx: ToolContext) -> None:
         """Hand the user's own words to every tool that wants them (see Tool.observe_prompt)."""

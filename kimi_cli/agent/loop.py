@@ -191,6 +191,7 @@ class Agent:
             self._prompt_tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens
             self._sent_count = len(self.messages)
         tools_started = time.perf_counter()
+        await self.registry.bring(c.name for c in completion.tool_calls)  # a late MCP server's tools
         calls = [self.registry.prepare(c.id, c.name, c.arguments) for c in completion.tool_calls]
         writers = sorted({c.name for c in calls if c.facts.writes})
         checkpoint = self.checkpointer if writers else None

@@ -1,4 +1,5 @@
-"""Wiring MCP into a session: start the servers early, and turn ready servers' tools into agent tools."""
+"""Wiring MCP into a session: start the servers early, and turn ready servers' tools into agent tools, the late
+ones at the end of the tools block as they become ready."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 from kimi_cli.logs import log_dir
 from kimi_cli.mcp.config import config_paths, load_servers
 from kimi_cli.mcp.manager import McpManager
-from kimi_cli.mcp.naming import assign_names
+from kimi_cli.mcp.naming import assign_names, tool_name
 from kimi_cli.mcp.tool import McpApprover, McpTool
+from kimi_cli.tools.registry import ToolRegistry
 
 
 def start_mcp(workdir: Path, extra_files: list[str]) -> McpManager | None:
@@ -26,18 +28,32 @@ def start_mcp(workdir: Path, extra_files: list[str]) -> McpManager | None:
     return manager
 
 
-def mcp_tools(manager: McpManager, approver: McpApprover, taken: set[str]) -> tuple[list[McpTool], list[str]]:
-    """Tools of every ready server, with stable unique names, and a notice for each server that failed."""
-    manager.wait_settled()
+def mcp_tools(
+    manager: McpManager, approver: McpApprover, taken: set[str]
+) -> tuple[list[McpTool], list[str], list[str]]:
+    """Tools of every server that is ready now, with stable unique names; a notice for each server that
+    failed; and the servers still starting, which are not waited for (LateServers brings their tools)."""
+    status = {name: state.status for name, state in manager.states.items()}  # one snapshot: no server in two
+    ready = [name for name, st in status.items() if st == "ready"]
+    starting = [name for name, st in status.items() if st == "starting"]
+    failed = [name for name, st in status.items() if st not in ("ready", "starting")]
+    tools, notices = _tools_of(manager, ready, approver, taken)
+    return tools, [_unavailable(manager, name) for name in failed] + notices, starting
+
+
+def _unavailable(manager: McpManager, name: str) -> str:
+    state = manager.states[name]
+    return f"MCP server {name!r} is not available ({state.error or state.status}); its tools are left out"
+
+
+def _tools_of(
+    manager: McpManager, servers: list[str], approver: McpApprover, taken: set[str]
+) -> tuple[list[McpTool], list[str]]:
     pairs: list[tuple[str, str]] = []
     by_pair: dict[tuple[str, str], Any] = {}
     notices: list[str] = []
-    for name, state in manager.states.items():
-        if state.status != "ready":
-            notices.append(
-                f"MCP server {name!r} is not available ({state.error or state.status}); its tools are left out"
-            )
-            continue
+    for name in servers:
+        state = manager.states[name]
         for tool in state.tools:
             if state.config.wants(tool.name):
                 pairs.append((name, tool.name))
@@ -55,3 +71,75 @@ def mcp_tools(manager: McpManager, approver: McpApprover, taken: set[str]) -> tu
             continue
         tools.append(made)
     return tools, notices
+
+
+class LateServers:
+    """Servers that were still starting when the session's first request went out.
+
+    The first request does not wait for them. Before each later request `poll` adds the tools of those
+    that have become ready at the END of the registry (the tools block already sent stays byte-identical,
+    so the cached prompt prefix survives) and returns a one-line note per server for the model. When the
+    model calls a tool of a server that is still starting (it cannot know its name from this session, but
+    a resumed history may), `wait_for` waits for that server, within its startup timeout.
+    """
+
+    def __init__(
+        self, manager: McpManager, approver: McpApprover, registry: ToolRegistry, pending: list[str]
+    ) -> None:
+        self.manager = manager
+        self.approver = approver
+        self.registry = registry
+        self.pending = list(pending)
+        self.notices: list[str] = []  # for the user: schema problems and servers that failed late
+        self._notes: list[str] = []  # for the model, from a wait_for between two requests
+        self._later = registry.late  # another source of late tools, asked about the names that are not ours
+        registry.late = self.wait_for
+
+    def poll(self) -> list[str]:
+        """Tools of the servers that settled since the last poll, appended; the notes for the model."""
+        notes, self._notes = self._notes, []
+        settled = [name for name in self.pending if self.manager.states[name].settled.is_set()]
+        if not settled:
+            return notes
+        self.pending = [name for name in self.pending if name not in settled]
+        ready = [name for name in settled if self.manager.states[name].status == "ready"]
+        tools, problems = _tools_of(self.manager, ready, self.approver, set(self.registry.names))
+        admit = getattr(self.registry, "admit", self.registry.append)  # a tool limit may defer some
+        added = set(admit(tools))
+        for name in settled:
+            if name not in ready:
+                self.notices.append(_unavailable(self.manager, name))
+                notes.append(f"MCP server {name!r} did not start; its tools will not be available.")
+                continue
+            own = [t.name for t in tools if t.server == name and t.name in added]
+            if own:
+                notes.append(f"MCP server {name!r} is ready: its tools are now at the end of your tool list ("
+                             f"{', '.join(own)}).")  # fmt: skip
+        self.notices += problems
+        return notes
+
+    async def wait_for(self, names: list[str]) -> None:
+        """Called with tool names the registry does not have: wait for the starting servers those names
+        could belong to, then poll (its notes go out before the next request)."""
+        import asyncio
+
+        wanted = [s for s in self.pending if any(n.startswith(tool_name(s, "")) for n in names)]
+        if wanted:
+            timeout = max(self.manager.states[s].config.startup_timeout for s in wanted) + 1
+            await asyncio.to_thread(_wait_all, [self.manager.states[s].settled for s in wanted], timeout)
+            self._notes += self.poll()
+        rest = [n for n in names if n not in self.registry]
+        if rest and self._later is not None:
+            await self._later(rest)
+
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
+
+
+def _wait_all(events: list[Any], timeout: float) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    for event in events:
+        event.wait(max(0.0, deadline - time.monotonic()))

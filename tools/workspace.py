@@ -40,9 +40,15 @@ class Workspace:
         return real
 
     def rel(self, path: Path) -> str:
-        """A resolved path as the workspace-relative string that safe_fs opens ("" for the root)."""
-        rel = path.relative_to(self.root).as_posix()
-        return "" if rel == "." else rel
+        """A resolved path as the workspace-relative string that safe_fs opens ("" for the root).
+        String slicing, not Path.relative_to: this runs on every file tool call."""
+        text, root = str(path), str(self.root)
+        if text == root:
+            return ""
+        prefix = root if root.endswith("/") else root + "/"
+        if not text.startswith(prefix):
+            raise ValueError(f"{text} is not inside {root}")
+        return text[len(prefix) :]
 
     def refused(self, path: str, exc: OSError) -> ToolError:
         """The error for an open that safe_fs refused, or any other OSError, in words the model can act on."""

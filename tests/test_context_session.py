@@ -120,7 +120,7 @@ def test_no_pack_leaves_the_repository_out(repo: Path, env: dict, server: Script
 def test_the_servers_token_count_calibrates_the_estimate(
     repo: Path, env: dict, home: Path, server: ScriptedModelServer
 ) -> None:
-    server.add({"text": "ok", "usage": {"prompt_tokens": 5000, "completion_tokens": 1}})
+    server.add({"text": "ok", "usage": {"prompt_tokens": 8000, "completion_tokens": 1}})  # o200k counts ~5k
     proc = run_kimi(["-p", TASK], repo, {**env, "XDG_CACHE_HOME": str(home / "cache")}, server)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((home / "cache" / "kimi" / "calibration.json").read_text())

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import platform
 import signal
 import socket
 import struct
@@ -98,7 +97,7 @@ class Unavailable(RuntimeError):
 
 
 def machine() -> str:
-    return platform.machine()
+    return os.uname().machine  # what platform.machine() returns, without importing platform
 
 
 def arch_spec(arch: str) -> dict[str, object]:
@@ -209,7 +208,7 @@ def seccomp_program(arch: str, *, network: bool, connect: str = "allow", host_ns
 
 def docker_seccomp_profile(arch: str) -> str:
     """The same rules as Docker's JSON seccomp profile (Docker's namespaces make `host_ns` moot)."""
-    import json
+    import json  # kimi's side only: the spawner never calls this
 
     spec = arch_spec(arch)
     errno_rule = {"action": "SCMP_ACT_ERRNO", "errnoRet": EPERM}
@@ -357,5 +356,5 @@ def mark_fds_cloexec() -> None:
     for name in os.listdir("/proc/self/fd"):  # before Linux 5.11
         fd = int(name)
         if fd > 2:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # the listing's own fd, closed by now
                 os.set_inheritable(fd, False)

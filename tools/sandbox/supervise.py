@@ -30,7 +30,6 @@ import select
 import stat
 import struct
 import time
-from dataclasses import dataclass
 
 NOTIF_RECV, NOTIF_SEND, NOTIF_ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 434, 438
@@ -44,16 +43,19 @@ _libc.syscall.restype = ctypes.c_long
 _libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
 
 
-@dataclass
 class Pending:
-    """A connect() still in progress: an inet handshake, or a unix listener whose backlog was full."""
+    """A connect() in hand: checked, then in progress (an inet handshake, or a unix listener whose backlog
+    was full). A plain class: dataclasses would cost the spawner's start ~7 ms of imports."""
 
-    listener: int
-    nid: int
-    copy: int  # the command's socket (the same open file)
-    address: bytes
-    target: int = -1  # a unix path: the socket inode, held open (O_PATH) until the connect is done
-    retry_at: float | None = None  # unix: when to try again; None: inet, waiting for POLLOUT
+    __slots__ = ("address", "copy", "listener", "nid", "retry_at", "target")
+
+    def __init__(self, listener: int, nid: int, copy: int, address: bytes) -> None:
+        self.listener = listener
+        self.nid = nid
+        self.copy = copy  # the command's socket (the same open file)
+        self.address = address
+        self.target = -1  # a unix path: the socket inode, held open (O_PATH) until the connect is done
+        self.retry_at: float | None = None  # unix: when to try again; None: inet, waiting for POLLOUT
 
 
 class Supervisor:

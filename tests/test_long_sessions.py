@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 
@@ -78,36 +77,57 @@ def test_a_300_step_headless_run_is_not_cut_at_200(repo: Path, env: dict, server
     assert result_json(proc)["steps"] == 301
 
 
-def meeting_fifos(repo: Path, names: list[str]) -> None:
-    """FIFOs whose writers answer only once every reader has opened its FIFO: reads that run one after
-    another never all get there, so each answer says whether the reads met (no timing involved)."""
-    meeting = threading.Barrier(len(names), timeout=30)
+class MeetingSite:
+    """A loopback web server that answers a request only once `count` requests are waiting: reads that run
+    one after another never all get there, so each answer says whether they met (no timing involved)."""
 
-    def writer(path: Path) -> None:
-        with path.open("wb") as fh:  # blocks until ReadFile opens the other end
-            try:
-                meeting.wait()
-                fh.write(f"contents of {path.name}\n".encode())
-            except threading.BrokenBarrierError:
-                fh.write(b"the reads did not run at the same time\n")
+    def __init__(self, count: int) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    for name in names:
-        os.mkfifo(repo / name)
-        threading.Thread(target=writer, args=(repo / name,), daemon=True).start()
+        meeting = threading.Barrier(count, timeout=30)
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                try:
+                    meeting.wait()
+                    body = f"contents of {self.path}\n".encode()
+                except threading.BrokenBarrierError:
+                    body = b"the reads did not run at the same time\n"
+                self.send_response(200)
+                self.send_header("content-type", "text/plain")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def test_four_slow_reads_in_one_turn_run_concurrently_and_keep_their_order(
-    repo: Path, env: dict, server: ScriptedModelServer
+    repo: Path, env: dict, home: Path, server: ScriptedModelServer
 ) -> None:
-    names = [f"slow{i}.txt" for i in range(4)]
-    meeting_fifos(repo, names)
-    server.add(
-        {"tool_calls": [tool_call("ReadFile", {"path": n}, f"r{i}") for i, n in enumerate(names)]}, {"text": "ok"}
-    )
-    proc = run_kimi(["-p", "read", "--output-format", "stream-json", "--no-pack"], repo, env, server)
+    site = MeetingSite(4)  # FetchURL is a read: four calls in one answer form one concurrent batch
+    with (home / ".kimi" / "config.toml").open("a") as fh:
+        fh.write('\n[web]\nallowed_hosts = ["127.0.0.1"]\nallowed_private_hosts = ["127.0.0.1"]\n')
+    paths = [f"/slow{i}" for i in range(4)]
+    try:
+        calls = [tool_call("FetchURL", {"url": site.url + p}, f"f{i}") for i, p in enumerate(paths)]
+        server.add({"tool_calls": calls}, {"text": "ok"})
+        proc = run_kimi(["-p", "read", "--output-format", "stream-json", "--no-pack"], repo, env, server)
+    finally:
+        site.close()
     assert proc.returncode == 0, proc.stderr
     results = tool_results(server, 1)
-    assert [f"contents of {n}" in r for n, r in zip(names, results, strict=True)] == [True] * 4, results
+    assert [f"contents of {p}" in r for p, r in zip(paths, results, strict=True)] == [True] * 4, results
 
 
 def test_a_write_between_reads_is_a_barrier(repo: Path, env: dict, server: ScriptedModelServer) -> None:

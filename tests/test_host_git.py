@@ -18,6 +18,7 @@ import pytest
 from sandbox_fixtures import backends
 
 from kimi_cli.checkpoints import ShadowRepo
+from kimi_cli.tools import git_confine
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.host_git import (
@@ -461,3 +462,69 @@ def test_a_repository_owned_by_another_user_is_refused_unless_listed_as_safe(
     (user_home / ".gitconfig").write_text(f"[safe]\n\tdirectory = {repo}\n")
     out, err = tool(repo, command="status")
     assert not err and "## main" in out
+
+
+# --- the second layer: host git in its own Landlock domain ------------------------------------------------
+
+needs_confinement = pytest.mark.skipif(not git_confine.available(), reason="no Landlock on this kernel")
+
+
+@needs_confinement
+def test_a_key_no_override_names_still_cannot_start_a_program(tmp_path: Path, repo: Path) -> None:
+    """trailer.<key>.command is in no list of ours: git_confine's domain is what stops it."""
+    marks = tmp_path / "marks"
+    git(repo, "config", "trailer.x.command", str(marker_script(tmp_path / "bin", marks, "trailer")))
+    remember_session_start(repo)
+    location = open_repo(repo)
+    out = run_git(["interpret-trailers", "--trailer", "x=y"], repo, location, input=b"message\n")
+    assert out.returncode == 0 and b"message" in out.stdout  # git itself ran
+    assert ran(marks) == []
+    plain_git(repo, "interpret-trailers", "--trailer", "x=y")
+    assert "trailer" in ran(marks)
+
+
+@needs_confinement
+def test_confined_git_executes_only_git_and_writes_only_where_allowed(tmp_path: Path) -> None:
+    inside, outside = tmp_path / "inside", tmp_path / "outside"
+    inside.mkdir(), outside.mkdir()
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(argv, capture_output=True, cwd=inside)
+
+    assert git_confine.run_confined(lambda: run(["git", "init", "-q", str(inside)]), [inside]).returncode == 0
+    assert (inside / ".git" / "HEAD").exists()  # legit: git runs and writes its repository
+    refused = git_confine.run_confined(lambda: run(["git", "init", "-q", str(outside)]), [inside])
+    assert refused.returncode != 0 and not (outside / ".git").exists()
+    with pytest.raises(PermissionError):
+        git_confine.run_confined(lambda: run(["sh", "-c", "true"]), [inside])
+    assert run(["sh", "-c", "true"]).returncode == 0  # the caller's own thread is not confined
+
+
+@needs_confinement
+def test_a_writer_racing_the_filter_read_still_gets_nothing_run(tmp_path: Path, repo: Path) -> None:
+    """An include file in the work tree flips a filter in and out while the Git tool runs status."""
+    marks = tmp_path / "marks"
+    script = marker_script(tmp_path / "bin", marks, "racing-filter")
+    (repo / ".gitattributes").write_text("*.py filter=race\n")
+    git(repo, "add", ".gitattributes"), git(repo, "commit", "-q", "-m", "attributes")
+    git(repo, "config", "include.path", "../extra.cfg")
+    extra = repo / "extra.cfg"
+    remember_session_start(repo)
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.is_set():
+            extra.write_text(f'[filter "race"]\n\tclean = {script}\n')
+            extra.write_text("")
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        for i in range(30):
+            (repo / "calc.py").write_text(f"def add(a, b):\n    return a + b + {i}\n")
+            out, err = tool(repo, command="status")
+            assert not err and " M calc.py" in out
+    finally:
+        stop.set()
+        thread.join()
+    assert ran(marks) == []

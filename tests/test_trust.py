@@ -197,12 +197,12 @@ def test_project_mcp_server_does_not_start_headless_without_trust(
     repo: Path, home: Path, env: dict, server: ScriptedModelServer
 ) -> None:
     project(repo, servers={"repo": marker_server(home)})
-    server.add({"text": "done"})
+    server.add({"tool_calls": [tool_call("mcp__repo__t000", {}, "m")]}, {"text": "done"})
     proc = run_kimi(["-p", "hi"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
     assert not (home / "mcp-server-ran").exists()
     assert proc.stderr.count("not trusted") == 1 and "mcp:repo" in proc.stderr
-    assert not any(t["function"]["name"].startswith("mcp__") for t in server.requests[0]["tools"])
+    assert not any(t["function"]["name"].startswith("mcp__") for t in server.requests[1]["tools"])
 
 
 @pytest.mark.parametrize("how", ["--trust", "kimi trust"])
@@ -212,11 +212,13 @@ def test_trusted_project_mcp_server_starts(
     project(repo, servers={"repo": marker_server(home)})
     if how == "kimi trust":
         assert run_kimi(["trust"], repo, env).returncode == 0
-    server.add({"text": "done"})
-    proc = run_kimi(["-p", "hi", *(["--trust"] if how == "--trust" else [])], repo, env, server)
+    # The first request does not wait for MCP servers; the call and the second request find the tool.
+    server.add({"tool_calls": [tool_call("mcp__repo__t000", {}, "m")]}, {"text": "done"})
+    proc = run_kimi(["-p", "hi", "--yolo", *(["--trust"] if how == "--trust" else [])], repo, env, server)
     assert proc.returncode == 0, proc.stderr
     assert (home / "mcp-server-ran").exists() and "not trusted" not in proc.stderr
-    assert "mcp__repo__t000" in [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert "mcp__repo__t000" in [t["function"]["name"] for t in server.requests[1]["tools"]]
+    assert "t000" in tool_results(server, 1)[0]
 
 
 def test_a_changed_mcp_json_asks_again(repo: Path, home: Path, env: dict, server: ScriptedModelServer) -> None:
@@ -252,9 +254,9 @@ def test_interactive_asks_one_question_listing_what_the_folder_wants(
     child.expect("start the MCP server 'repo'")
     child.expect(r"\[y/N\]")
     assert not (home / "mcp-server-ran").exists()  # nothing starts before the answer
-    child.sendline(answer)
+    child.send(answer + "\r")
     child.expect("❯")
-    child.sendline("/exit")
+    child.send("/exit\r")
     child.expect(pexpect.EOF)
     child.close()
     assert (home / "mcp-server-ran").exists() == (answer == "y")

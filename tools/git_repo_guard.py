@@ -188,16 +188,15 @@ def _foreign_owner(location: RepoLocation) -> str | None:
             continue
     if owners <= allowed:
         return None
-    from kimi_cli.tools.host_git import base_env
+    from kimi_cli.tools.host_git import base_env, spawn
 
     listed: list[str] = []
     env = base_env()
     env.pop("GIT_CONFIG_NOSYSTEM", None)  # the administrator's list counts too, as it does for git
     for scope in ("--system", "--global"):
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            out = subprocess.run(["git", "config", scope, "--get-all", "safe.directory"], cwd="/", env=env,
-                                 capture_output=True, text=True, timeout=30)  # fmt: skip
-            listed += [line.strip() for line in out.stdout.splitlines()]
+            out = spawn(["git", "config", scope, "--get-all", "safe.directory"], env, "/", timeout=30)
+            listed += [line.strip() for line in out.stdout.decode(errors="replace").splitlines()]
     if "*" in listed or str(location.work_tree) in listed or str(location.git_dir) in listed:
         return None
     return (
@@ -209,16 +208,13 @@ def _foreign_owner(location: RepoLocation) -> str | None:
 
 def _hooks_folder(location: RepoLocation) -> Path:
     """Where git would look for hooks: core.hooksPath from the repository's own config, else hooks/."""
-    from kimi_cli.tools.host_git import HARDENING, base_env, config_parameters
+    from kimi_cli.tools.host_git import HARDENING, base_env, config_parameters, spawn
 
     env = base_env()
     env.update(GIT_DIR=str(location.git_dir), GIT_WORK_TREE=str(location.work_tree))
     env["GIT_CONFIG_PARAMETERS"] = config_parameters(HARDENING)
-    out = subprocess.run(
-        ["git", "config", "--show-scope", "--get-all", "core.hooksPath"], cwd=location.work_tree, env=env,
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    lines = [ln.split("\t", 1) for ln in out.stdout.splitlines() if "\t" in ln]
+    out = spawn(["git", "config", "--show-scope", "--get-all", "core.hooksPath"], env, location.work_tree, timeout=30)
+    lines = [ln.split("\t", 1) for ln in out.stdout.decode(errors="replace").splitlines() if "\t" in ln]
     paths = [value for scope, value in lines if scope != "command"]
     if paths and paths[-1]:
         return (location.work_tree / os.path.expanduser(paths[-1])).resolve()

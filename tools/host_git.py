@@ -140,12 +140,28 @@ def repo_env(location: RepoLocation | None, extra: Sequence[tuple[str, str]] = (
     return env
 
 
+def spawn(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | str | None,
+    writable: Iterable[Path | str] = (),
+    *,
+    input: bytes | None = None,
+    timeout: float | None = 120,
+) -> subprocess.CompletedProcess[bytes]:
+    """The one place host git starts: inside git_confine's Landlock domain (execute only git, write only
+    beneath `writable`) where the kernel has Landlock."""
+    from kimi_cli.tools.git_confine import run_confined
+
+    def start() -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(list(argv), cwd=cwd, env=dict(env), capture_output=True, input=input, timeout=timeout)
+
+    return run_confined(start, writable)
+
+
 def declared_filters(env: Mapping[str, str]) -> set[str]:
     """Names of the filter drivers any config of this repository declares (includes followed)."""
-    out = subprocess.run(
-        ["git", "config", "--list", "-z"], env=dict(env), cwd=env.get("GIT_WORK_TREE") or None,
-        capture_output=True, timeout=30,
-    )  # fmt: skip
+    out = spawn(["git", "config", "--list", "-z"], env, env.get("GIT_WORK_TREE") or None, timeout=30)
     names: set[str] = set()
     for item in out.stdout.split(b"\0"):
         key = item.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
@@ -184,9 +200,15 @@ def run_git(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run one git command on the host the safe way (bytes out; callers decode)."""
     env = repo_env(location, extra, **dict(env_paths or {}))
-    return subprocess.run(
-        ["git", *safe_args(args)], cwd=cwd, env=env, capture_output=True, input=input, timeout=timeout
-    )
+    writable: list[Path | str] = [cwd]
+    if location is not None:
+        writable += [location.work_tree, location.git_dir, location.common_dir]
+    for key in ("GIT_DIR", "GIT_WORK_TREE"):
+        if key in env:
+            writable.append(env[key])
+    if "GIT_INDEX_FILE" in env:
+        writable.append(os.path.dirname(env["GIT_INDEX_FILE"]))
+    return spawn(["git", *safe_args(args)], env, cwd, writable, input=input, timeout=timeout)
 
 
 def workspace_git(
@@ -215,14 +237,20 @@ class SafeGit:
 
         self.location = location
         self._git = git.Git(str(workspace))
+        self._workspace = workspace
         self._extra: list[tuple[str, str]] = []
         self._env: dict[str, str] = {}
+        self._confined = True
 
-    def with_config(self, extra: Sequence[tuple[str, str]], env: Mapping[str, str] | None = None) -> SafeGit:
-        """The same runner with more command-scope config (e.g. the commit-hooks folder) and environment."""
+    def with_config(
+        self, extra: Sequence[tuple[str, str]], env: Mapping[str, str] | None = None, confined: bool = True
+    ) -> SafeGit:
+        """The same runner with more command-scope config and environment. `confined=False` only for a
+        commit whose hooks the user allowed: they are programs, and may run any program."""
         clone = SafeGit.__new__(SafeGit)
-        clone.location, clone._git = self.location, self._git
+        clone.location, clone._git, clone._workspace = self.location, self._git, self._workspace
         clone._extra, clone._env = [*self._extra, *extra], {**self._env, **dict(env or {})}
+        clone._confined = self._confined and confined
         return clone
 
     def __getattr__(self, name: str) -> Any:
@@ -237,7 +265,14 @@ class SafeGit:
             for key in os.environ:
                 if key.startswith("GIT_") and key not in env:
                     env[key] = self._neutral(key)
-            return self._git.execute(["git", *safe_args([command, *args])], env=env, **kwargs)
+            argv = ["git", *safe_args([command, *args])]
+            if not self._confined:
+                return self._git.execute(argv, env=env, **kwargs)
+            from kimi_cli.tools.git_confine import run_confined
+
+            loc = self.location
+            writable = (self._workspace, loc.work_tree, loc.git_dir, loc.common_dir)
+            return run_confined(lambda: self._git.execute(argv, env=env, **kwargs), writable)
 
         return call
 

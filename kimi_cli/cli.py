@@ -287,18 +287,9 @@ def acp_command(
 
     Only protocol messages go to stdout; logs go to ~/.kimi/logs/.
     """
-    import asyncio
+    from kimi_cli.commands.acp import serve  # kimi_cli.entry usually runs it without Typer
 
-    from kimi_cli.acp_server.agent import serve
-    from kimi_cli.logs import setup_logging
-
-    setup_logging(True, to_stderr=False)
-    flags: dict[str, object] = {
-        k: v for k, v in (("model", model), ("provider", provider), ("base_url", base_url)) if v
-    }
-    if sandbox:
-        flags["sandbox"] = {"mode": sandbox}
-    raise typer.Exit(asyncio.run(serve(flags)))
+    raise typer.Exit(serve(model, provider, base_url, sandbox))
 
 
 @app.command("trust")

@@ -1,11 +1,11 @@
-"""The `kimi` console script. `pack` and `undo` run from here without importing Typer (they are timed)."""
+"""The `kimi` console script. `pack`, `undo` and `acp` run from here without importing Typer (they are timed)."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-FAST_COMMANDS = {"pack": "kimi_cli.commands.pack", "undo": "kimi_cli.commands.undo"}
+FAST_COMMANDS = {"pack": "kimi_cli.commands.pack", "undo": "kimi_cli.commands.undo", "acp": "kimi_cli.commands.acp"}
 
 
 def main() -> None:

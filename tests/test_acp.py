@@ -255,3 +255,23 @@ def test_with_an_editor_that_offers_files_reads_and_edits_go_through_it(
     assert "unsaved edit" in read
     assert client.writes == [(str(repo / "calc.py"), "def add(a, b):\n    return a + b  # unsaved edit\n")]
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"  # the editor owns the buffer
+
+
+def test_the_early_initialize_answer_is_the_one_the_sdk_would_send() -> None:
+    """`kimi acp` answers initialize before importing the SDK (kimi_cli.acp_server.early): the answer must be
+    what KimiAcpAgent.initialize gives, serialised as the SDK does, with and without editor file access."""
+    from acp.schema import ClientCapabilities
+
+    from kimi_cli.acp_server import early
+    from kimi_cli.acp_server.agent import KimiAcpAgent
+
+    assert early.PROTOCOL_VERSION == acp.PROTOCOL_VERSION
+    for caps in (None, {"fs": {"readTextFile": True, "writeTextFile": True}}, {"fs": {"readTextFile": True}}):
+        params: dict[str, Any] = {"protocolVersion": 1, **({"clientCapabilities": caps} if caps else {})}
+        agent = KimiAcpAgent()
+        sdk_caps = ClientCapabilities.model_validate(caps) if caps else None
+        result = asyncio.run(agent.initialize(protocol_version=1, client_capabilities=sdk_caps))
+        assert early.initialize_result(params) == result.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude_unset=True
+        )
+        assert early.editor_fs(params) == agent.editor_fs

@@ -95,7 +95,8 @@ async def serve_early(flags: dict[str, Any]) -> int:
     except ValueError:
         message = None
     if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        given = message.get("params")
+        params: dict[str, Any] = given if isinstance(given, dict) else {}
         answer = {"jsonrpc": "2.0", "id": message["id"], "result": initialize_result(params)}
         writer.write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
         await writer.drain()

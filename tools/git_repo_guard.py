@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import subprocess
 import tempfile
@@ -23,6 +24,15 @@ from pathlib import Path
 HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit",
               "post-rewrite", "reference-transaction", "post-index-change")  # fmt: skip
 MAX_HOOK_BYTES = 1024 * 1024
+# Repository settings that name a program git would run (for the warning, not the defence: host_git
+# overrides or neutralises them all, and git_confine stops the rest).
+PROGRAM_KEY = re.compile(
+    r"^(core\.(fsmonitor|hookspath|pager|editor|sshcommand|askpass|gitproxy)|sequence\.editor|diff\.external"
+    r"|diff\..+\.(command|textconv)|filter\..+\.(clean|smudge|process)|merge\..+\.driver|gpg\.(.+\.)?program"
+    r"|credential\.(.+\.)?helper|pager\..+|alias\..+|uploadpack\.packobjectshook|remote\..+\.(uploadpack|receivepack)"
+    r"|trailer\..+\.(command|cmd)|include\.path|includeif\..+\.path)$",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 class UnsafeRepository(Exception):
@@ -131,6 +141,7 @@ class SessionBaseline:
     links: frozenset[str] = frozenset()
     hooks: dict[str, tuple[bytes, int]] = field(default_factory=dict)  # name -> (content, mode)
     hooks_dir: Path | None = None
+    programs: frozenset[str] = frozenset()  # "key=value" of repository settings that name a program
 
 
 _BASELINES: dict[Path, SessionBaseline] = {}
@@ -144,8 +155,42 @@ def remember_session_start(workspace: Path) -> SessionBaseline:
     if location is not None:
         baseline.links = location.links
         baseline.hooks_dir, baseline.hooks = _read_hooks(location)
+        baseline.programs = program_settings(location)
     _BASELINES[workspace] = baseline
     return baseline
+
+
+def program_settings(location: RepoLocation) -> frozenset[str]:
+    """The repository's own settings (local and worktree config, includes followed) that name a program."""
+    from kimi_cli.tools.host_git import HARDENING, base_env, config_parameters, spawn
+
+    env = base_env()
+    env.update(GIT_DIR=str(location.git_dir), GIT_WORK_TREE=str(location.work_tree))
+    env["GIT_CONFIG_PARAMETERS"] = config_parameters(HARDENING)
+    try:
+        out = spawn(["git", "config", "--list", "--show-scope", "-z"], env, location.work_tree, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    items = out.stdout.decode("utf-8", "replace").split("\0")
+    found = set()
+    for scope, entry in zip(items[::2], items[1::2], strict=False):
+        key, _, value = entry.partition("\n")
+        is_program = not key.lower().startswith("alias.") or value.startswith("!")  # an alias runs only with !
+        if scope in ("local", "worktree") and PROGRAM_KEY.match(key) and is_program:
+            found.add(f"{key}={value}")
+    return frozenset(found)
+
+
+def planted_since_start(workspace: Path) -> list[str]:
+    """Settings naming a program that the repository gained since the session started. kimi never runs
+    them, but git run by hand would: worth telling the user."""
+    try:
+        location = find_repo(workspace.resolve(), workspace.resolve())
+    except OSError:
+        return []
+    if location is None:
+        return []
+    return sorted(program_settings(location) - baseline(workspace).programs)
 
 
 def baseline(workspace: Path) -> SessionBaseline:

@@ -83,7 +83,7 @@ class Git(Tool[GitParams]):
         except git.GitCommandError as exc:
             detail = (exc.stderr or exc.stdout or str(exc)).strip().removeprefix("stderr: ").strip("'\n ")
             raise ToolError(f"git {params.command} failed: {detail}") from None
-        return ToolResult(output or "(no output)")
+        return ToolResult((output or "(no output)") + _planted_warning(ctx.workspace.root))
 
     # --- read-only commands -------------------------------------------------------------------------
 
@@ -211,6 +211,20 @@ def _branch_name(repo: Any, name: str | None) -> str:
     except git.GitCommandError:
         raise ToolError(f"invalid branch name {name!r}") from None
     return name
+
+
+def _planted_warning(root: Any) -> str:
+    """Settings naming a program that appeared during the session: kimi ran none, a hand-run git would."""
+    from kimi_cli.tools.host_git import planted_since_start
+
+    planted = planted_since_start(root)
+    if not planted:
+        return ""
+    shown = "; ".join(p if len(p) <= 160 else p[:157] + "..." for p in planted[:8])
+    return (
+        f"\n\nwarning: the repository's config gained settings that name programs during this session ({shown}). "
+        "kimi's git never runs them, but git run by hand in this folder would: tell the user to check .git/config."
+    )
 
 
 class RepoHandle:

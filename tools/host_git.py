@@ -38,12 +38,14 @@ from kimi_cli.tools.git_repo_guard import (  # re-exported: callers need only th
     commit_hooks_dir,
     find_repo,
     open_repo,
+    planted_since_start,
     remember_session_start,
 )
 
 __all__ = [
     "HARDENING", "RepoLocation", "SafeGit", "SessionBaseline", "UnsafeRepository", "active_hooks", "baseline",
-    "commit_hooks_dir", "find_repo", "open_repo", "remember_session_start", "repo_env", "run_git", "workspace_git",
+    "commit_hooks_dir", "find_repo", "open_repo", "planted_since_start", "remember_session_start", "repo_env",
+    "run_git", "spawn", "workspace_git",
 ]  # fmt: skip
 
 # Command-scope config for every host git call. /dev/null as the hooks folder: nobody can create a file

@@ -54,6 +54,7 @@ class ShadowRepo:
         self.last_not_restored: list[tuple[str, str]] = []  # (path, why) the last restore could not put back
         self.last_corrected: list[str] = []  # paths the last snapshot re-read because git's read did not hold
         self._last_tree: str | None = None  # this process's previous snapshot: the next one is checked against it
+        self._dropped = False  # old gitlink entries leave the index once per process
         self.git_dir = (home or kimi_home()) / "checkpoints" / workspace_key(self.workspace)
         self._paths = {
             "GIT_DIR": str(self.git_dir),
@@ -135,7 +136,8 @@ class ShadowRepo:
     def snapshot(self) -> str:
         """Record the workspace as it is now; returns the tree id."""
         self._init()
-        if self._last_tree is None:
+        if not self._dropped:
+            self._dropped = True
             self._drop_gitlinks()
         self._write_excludes()
         self._git("add", "-A", "--ignore-errors", ".")
@@ -144,6 +146,12 @@ class ShadowRepo:
             tree = self._verify(self._last_tree, tree)
         self._last_tree = tree
         return tree
+
+    def expect(self, tree: str) -> None:
+        """The tree the workspace had at the last snapshot someone recorded (a session's log): the next
+        snapshot in this process is checked against it, as later ones are against their predecessor."""
+        if self._last_tree is None:
+            self._last_tree = tree
 
     def _drop_gitlinks(self) -> None:
         """Nested repositories an older snapshot recorded as submodule links leave the index (once per process)."""
@@ -161,7 +169,11 @@ class ShadowRepo:
         read found, or dropped when it found nothing it may read. Returns the (possibly corrected) tree."""
         from kimi_cli.tools.safe_fs import rooted
 
-        changed = parse_raw_diff(self._git("diff-tree", "-r", "-z", "--no-renames", old, new))
+        try:
+            listing = self._git("diff-tree", "-r", "-z", "--no-renames", old, new)
+        except CheckpointError:  # `old` is not in this shadow (it was recreated): check every file instead
+            listing = self._git("diff-tree", "-r", "-z", "--no-renames", EMPTY_TREE, new)
+        changed = parse_raw_diff(listing)
         fixes: list[str] = []
         self.last_corrected = []
         with rooted(self.workspace) as root_fd:

@@ -161,6 +161,8 @@ class UndoPlan:
 def plan_undo(shadow: ShadowRepo, session: Session, count: int | None) -> UndoPlan:
     state = undo_state(session.records())
     target = pick_point(state, count)
+    if state.last_after:  # the snapshot below is checked against the session's last state (no-follow re-reads)
+        shadow.expect(state.last_after)
     current = shadow.snapshot()
     skipped = list(shadow.last_skipped)
     big = {path for path, _ in skipped}

@@ -19,6 +19,7 @@ import os
 import secrets
 import stat
 import struct
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +27,7 @@ SYS_OPENAT2 = 437  # the same number on x86_64 and aarch64 (syscalls added after
 RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH = 0x02, 0x04, 0x08
 STRICT = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
 CLOEXEC = os.O_CLOEXEC
+O_PATH = getattr(os, "O_PATH", os.O_RDONLY)  # Linux; elsewhere a read open stands in (links then cannot be lstat'ed)
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY  # a FIFO or a tty never blocks us or becomes ours
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
 AT_REMOVEDIR = 0x200
@@ -56,8 +58,10 @@ def _parts(rel: str | os.PathLike[str]) -> list[str]:
 
 def _have_openat2() -> bool:
     global _openat2_ok
+    if _openat2_ok is None and not sys.platform.startswith("linux"):
+        _openat2_ok = False  # syscall 437 means something else elsewhere
     if _openat2_ok is None:
-        fd = _sys_openat2(-100, "/", os.O_PATH | CLOEXEC, 0, 0)  # AT_FDCWD
+        fd = _sys_openat2(-100, "/", O_PATH | CLOEXEC, 0, 0)  # AT_FDCWD
         _openat2_ok = fd >= 0
         if fd >= 0:
             os.close(fd)
@@ -73,7 +77,7 @@ def _sys_openat2(dirfd: int, path: str, flags: int, mode: int, resolve: int) -> 
 
 def open_root(root: str | os.PathLike[str]) -> int:
     """A descriptor of the workspace root itself (the user chose it; it is already a resolved path)."""
-    return os.open(root, os.O_PATH | os.O_DIRECTORY | CLOEXEC)
+    return os.open(root, O_PATH | os.O_DIRECTORY | CLOEXEC)
 
 
 def _refused(err: int, rel: str) -> OSError:
@@ -103,11 +107,11 @@ def open_at(root_fd: int, rel: str, flags: int, mode: int = 0o666) -> int:
 
 def _open_walk(root_fd: int, parts: list[str], flags: int, mode: int, rel: str) -> int:
     """The fallback: one no-follow openat per folder, each from the descriptor of the one before."""
-    current = os.open(".", os.O_PATH | os.O_DIRECTORY | CLOEXEC, dir_fd=root_fd)
+    current = os.open(".", O_PATH | os.O_DIRECTORY | CLOEXEC, dir_fd=root_fd)
     try:
         for name in parts[:-1]:
             try:
-                step = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC, dir_fd=current)
+                step = os.open(name, O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | CLOEXEC, dir_fd=current)
             except NotADirectoryError:
                 if stat.S_ISLNK(os.stat(name, dir_fd=current, follow_symlinks=False).st_mode):
                     raise _refused(errno.ELOOP, rel) from None
@@ -176,7 +180,7 @@ def read_bytes(root: str | os.PathLike[str], rel: str, max_bytes: int | None = N
 
 def lstat_at(root_fd: int, rel: str) -> os.stat_result:
     """lstat of `rel` (a final symlink is described, not followed); a link before it is refused."""
-    fd = open_at(root_fd, rel, os.O_PATH)
+    fd = open_at(root_fd, rel, O_PATH)
     try:
         return os.fstat(fd)
     finally:
@@ -348,7 +352,7 @@ def existing_at(root_fd: int, names: list[str], dirs: bool = True) -> list[str]:
     kept = []
     for name in names:
         try:
-            fd = open_at(root_fd, name, os.O_PATH)
+            fd = open_at(root_fd, name, O_PATH)
         except (OSError, ValueError):
             continue
         try:

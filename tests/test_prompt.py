@@ -142,6 +142,14 @@ def test_a_prompt_variant_file_replaces_the_instructions(tmp_path: Path, monkeyp
     assert system_prompt() == "You are Kimi. Fix the bug."
 
 
+def test_an_unreadable_prompt_variant_is_a_clear_configuration_error(
+    repo: Path, env: dict[str, str], server: ScriptedModelServer
+) -> None:
+    proc = run_kimi(["-p", TASK], repo, {**env, VARIANT_ENV: str(repo / "missing.md")}, server)
+    assert proc.returncode == 2 and "KIMI_SYSTEM_PROMPT" in proc.stderr and "Traceback" not in proc.stderr
+    assert server.requests == []
+
+
 # --- the tools block ---------------------------------------------------------------------------------
 
 

@@ -28,8 +28,8 @@ class ShellParams(BaseModel):
 class Shell(Tool[ShellParams]):
     name = "Shell"
     description = (
-        "Run a bash command in the workspace root, in the sandbox the environment block describes (writes only "
-        "in the workspace and /tmp, .git read-only, usually no network). Returns the exit code and output (head "
+        "Run a bash command in the workspace root, in the sandbox the environment block describes (normally: "
+        "writes only in the workspace and /tmp, .git read-only, no network). Returns the exit code and output (head "
         "and tail past 30,000 chars). Timeout 60 s by default, 600 at most; for servers, watchers and longer "
         "work use background: true. For builds, tests and running programs; not for what a tool does: ReadFile, "
         "not cat/head/sed -n; Grep, not grep/rg; Glob, not find/ls -R; StrReplaceFile or WriteFile, not sed -i "

@@ -60,8 +60,14 @@ def _read(name: str) -> str:
 def system_prompt() -> str:
     """The stable instructions: prompts/system.md, or the file KIMI_SYSTEM_PROMPT names (prompt experiments)."""
     variant = os.environ.get(VARIANT_ENV)
-    text = Path(variant).read_text(encoding="utf-8") if variant else _read("system.md")
-    return text.strip()
+    if not variant:
+        return _read("system.md").strip()
+    try:
+        return Path(variant).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        from kimi_cli.errors import ConfigError
+
+        raise ConfigError(f"{VARIANT_ENV}={variant}: the prompt file cannot be read ({exc})") from None
 
 
 @dataclass(frozen=True)

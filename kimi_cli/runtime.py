@@ -38,6 +38,7 @@ from kimi_cli.workspace_git import git_state
 
 if TYPE_CHECKING:
     from kimi_cli.image_pipeline import ImageLimits
+    from kimi_cli.mcp.deferred import DeferredTools
     from kimi_cli.subagent_runner import SubagentFactory
 
 
@@ -189,13 +190,14 @@ class Runtime:
             taken = set(default_tools(builtin).names)
             extra_tools, notices, starting = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
             builtin += extra_tools
+        deferred = self._defer_mcp(builtin, notices)  # over the model's tool limit: MCP tools wait for SearchTools
         if self.config.subagents:
             from kimi_cli.subagent_runner import SubagentRunner
             from kimi_cli.tools.subagent import AgentTool
 
             runner = SubagentRunner(self._subagent_factory(list(builtin)), emit)
             builtin.append(AgentTool(runner.spawn, runner.kind_facts()))
-        registry = default_tools(builtin, grep_timeout=self.config.grep_timeout)
+        registry = default_tools(builtin + deferred.search_tool(), grep_timeout=self.config.grep_timeout)
         agent = Agent(
             provider=provider,
             registry=registry,
@@ -225,6 +227,8 @@ class Runtime:
                 return told + finished()
 
             agent.notes = notes
+        # a deferred tool called by its full name joins the end of the tools block; late tools may wait too
+        deferred.attach(registry, lambda message: agent.emit(Notice(message)))
         provider.on_notice = lambda message: agent.emit(Notice(message))
         agent.ctx.services["image_limits"] = self.image_limits()  # ReadMediaFile and MCP images are sized to it
         if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
@@ -236,6 +240,27 @@ class Runtime:
         for notice in notices:
             agent.emit(Notice(notice))
         return agent, provider
+
+    def _defer_mcp(self, builtin: list[Any], notices: list[str]) -> DeferredTools:
+        """When built-ins and every MCP tool would not fit the model's tool limit, the MCP tools leave
+        `builtin` for a pool that SearchTools searches (kimi_cli.mcp.deferred). Built-ins always stay;
+        subagents then get no MCP tools."""
+        from kimi_cli.mcp.deferred import defer_over_limit
+        from kimi_cli.mcp.tool import McpTool
+
+        mcp = [t for t in builtin if isinstance(t, McpTool)]
+        others = [t for t in builtin if not isinstance(t, McpTool)]
+        stay = len(default_tools(others).names) + (1 if self.config.subagents else 0)  # + the Agent tool
+        limit = self.info().max_tools
+        declared, pool = defer_over_limit(stay, mcp, limit)
+        if not pool.pool:
+            return pool
+        builtin[:] = others + declared
+        notices.append(
+            f"{len(mcp)} MCP tools would take each request past {self.info().id}'s limit of {limit} tools: they "
+            "are deferred, and SearchTools finds them (a found tool joins the end of the tools list)"
+        )
+        return pool
 
     def image_limits(self) -> ImageLimits:
         """How images are sized for the model in use: its long-edge bound ([images] long_edge overrides it),
@@ -261,7 +286,12 @@ class Runtime:
 
         def provider(run_id: str) -> ChatProvider:
             made = ChatProvider(
-                self.endpoint, self.config.retry, f"{self.session.id}-{run_id}", transport=self.config.transport
+                self.endpoint,
+                self.config.retry,
+                f"{self.session.id}-{run_id}",
+                transport=self.config.transport,
+                model_info=self.info(),
+                effort=self.effort,
             )
             self.providers.append(made)
             return made

@@ -54,7 +54,7 @@ class Grep(Tool[GrepParams]):
     description = (
         "Search file contents by regex with ripgrep: lines come back as `path:line:text`. For definitions, "
         "callers, error messages; use it, not grep or rg in Shell. Ignored, hidden and binary files are skipped "
-        "unless asked; a search stops after 20 s. Several Greps in one answer run in parallel. "
+        "unless asked; a search stops after 20 s (by default). Several Greps in one answer run in parallel. "
         'Example: {"pattern": "def parse_\\\\w+", "glob": "**/*.py", "context": 2}'
     )
     Params = GrepParams

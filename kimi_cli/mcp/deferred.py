@@ -12,7 +12,7 @@ search still answers, and says that no more tools can join this session.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -159,10 +159,12 @@ class SearchTools(Tool[SearchToolsParams]):
         return ToolResult("\n".join(lines))
 
 
-def defer_over_limit(kept_count: int, mcp: list[Tool[Any]], max_tools: int) -> tuple[list[Tool[Any]], DeferredTools]:
+def defer_over_limit(
+    kept_count: int, mcp: Sequence[Tool[Any]], max_tools: int
+) -> tuple[list[Tool[Any]], DeferredTools]:
     """(MCP tools to declare, the pool). `kept_count`: the tools that always stay (built-ins, the Agent
     tool). When everything fits, nothing is deferred (the pool starts empty, for servers ready later);
     otherwise every MCP tool waits in the pool and SearchTools takes one place in the block."""
     if kept_count + 1 + len(mcp) <= max_tools:
-        return mcp, DeferredTools([], max_tools)
+        return list(mcp), DeferredTools([], max_tools)
     return [], DeferredTools(mcp, max_tools)

@@ -6,10 +6,10 @@ sandbox at all). rg opens files by path, so a command that swaps a workspace fol
 the workspace (and the system folders rg's loader needs), at the moment of the open, however the path
 got there. Where Landlock is missing, None comes back and Grep checks rg's output instead (grep_verify).
 
-Landlock (and no_new_privs) apply per thread, and children inherit them. So one worker thread per
-workspace enters the domain once and starts every rg from there: the start stays a vfork, cheap whatever
+Landlock (and no_new_privs) apply per thread, and children inherit them. So a few worker threads per
+workspace enter the domain once each and start every rg from there: the start stays a vfork, cheap whatever
 kimi's size (a preexec_fn would force a fork of the whole process, ~50 ms at 300 MB). Nothing else ever
-runs on that thread.
+runs on those threads.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 
 # Public, read-only system files: a dynamically linked rg needs its loader and libraries; stdin is /dev/null.
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/dev/null")
-MAX_RUNNERS = 4  # workspaces with a confined thread at once (subagents share their session's)
+MAX_RUNNERS = 4  # workspaces with confined threads at once (subagents share their session's)
+WORKERS = 4  # confined threads per workspace
 T = TypeVar("T")
 
 
@@ -40,14 +41,11 @@ class ConfinedRunner:
         self._fd = ruleset_fd
         self._enter_domain = enter
         self._local = threading.local()
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="kimi-confined-reader", initializer=self._enter)
+        # Each worker enters the domain as it starts (a few searches of one batch run side by side).
+        self._executor = ThreadPoolExecutor(WORKERS, thread_name_prefix="kimi-confined-reader", initializer=self._enter)
 
     def _enter(self) -> None:
-        try:
-            self._enter_domain()  # raises: the pool is broken and runs nothing unconfined
-        finally:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
+        self._enter_domain()  # raises: the pool is broken and runs nothing unconfined
         self._local.loop = asyncio.new_event_loop()
 
     def _run(self, factory: Callable[[], Awaitable[T]]) -> T:
@@ -66,6 +64,8 @@ class ConfinedRunner:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)
+        with contextlib.suppress(OSError):  # a worker not started yet would then fail closed, never run free
+            os.close(self._fd)
 
 
 _runners: OrderedDict[tuple[str, str], ConfinedRunner | None] = OrderedDict()

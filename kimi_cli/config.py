@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from kimi_cli import trust
 from kimi_cli.errors import ConfigError
+from kimi_cli.hooks.config import HooksTable
 from kimi_cli.paths import config_files, kimi_home
 
 ProviderKind = Literal["moonshot", "local", "openai"]
@@ -160,6 +161,7 @@ class Config(_Strict):
     effort: Literal["low", "high", "max"] | None = None  # None: high interactive, max headless and ci-repair
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     images: ImageSettings = Field(default_factory=ImageSettings)
+    hooks: HooksTable = Field(default_factory=dict)  # [[hooks.EVENT]]: read per file by kimi_cli.hooks.config
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.agent.events import Event, Notice
+from kimi_cli.agent.gate import SessionGate
 from kimi_cli.agent.loop import Agent, Provider
 from kimi_cli.agent.subagents import (
     SUB_MAX_STEPS,
@@ -39,6 +40,7 @@ class SubagentFactory:
     system: Callable[[str, str], Message]  # (task, kind's part) -> the system message, pack ranked for the task
     log: Any  # the session: has append(entry); a run's steps are logged in it, nested
     max_output_tokens: int | None = None
+    gate: Callable[[], SessionGate] | None = None  # the session's hooks for the subagent's calls and its stop
 
 
 class SubagentRunner:
@@ -69,6 +71,7 @@ class SubagentRunner:
             max_steps=SUB_MAX_STEPS,
             max_output_tokens=self.factory.max_output_tokens,
             user_prompts=False,
+            gate=self.factory.gate() if self.factory.gate is not None else None,
         )
         recorder.append_message(agent.messages[0])
         self.emit(Notice(f"subagent {run_id} ({kind.name}) started: {(task.splitlines() or [''])[0][:100]}"))

@@ -46,6 +46,10 @@ WIDENING: dict[str, Any] = {
     "hooks": "any",
     "commands": "any",
 }
+# Files of the folder, not settings, that widen what kimi does: the scripts its hooks run, its custom commands
+# that run `!cmd` or pre-approve tools. "module:function" (folder) -> [(key, value, description)]; the values
+# go into the digest, so a changed script or command asks again.
+FILE_WIDENINGS = ("kimi_cli.hooks.pins:widenings", "kimi_cli.commands_custom.loader:widenings")
 WHAT = {
     "base_url": "send requests (and your API key) to {value}",
     "provider": "use the provider {value}",
@@ -158,6 +162,20 @@ def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Wid
     return found
 
 
+def file_widenings(folder: Path) -> list[Widening]:
+    """What the folder's files ask for (FILE_WIDENINGS); a source that fails counts as asking for nothing."""
+    import importlib
+
+    found: list[Widening] = []
+    for source in FILE_WIDENINGS:
+        module, _, name = source.partition(":")
+        try:
+            found += [Widening(*item) for item in getattr(importlib.import_module(module), name)(folder)]
+        except ImportError:
+            continue
+    return found
+
+
 def read_project(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The folder's config.toml and mcp.json `mcpServers`, raw; unreadable files count as empty here
     (loading them later reports the error)."""
@@ -187,7 +205,7 @@ def assess(folder: Path) -> FolderTrust:
     folder = folder.resolve()
     if is_users_own(folder):
         return FolderTrust(folder)
-    asks = widening_in(*read_project(folder))
+    asks = widening_in(*read_project(folder)) + file_widenings(folder)
     state = FolderTrust(folder, asks, digest_of(asks))
     if not asks:
         return state

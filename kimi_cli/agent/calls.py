@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kimi_cli.agent.events import ErrorNotice, Event, ToolCall
+from kimi_cli.agent.gate import SessionGate
 from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.tools.base import ToolContext, ToolResult
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
@@ -66,22 +67,29 @@ class CallRunner:
         guard: LoopGuard,
         emit: Callable[[Event], None],
         on_result: Callable[[CallOutcome], None],
+        gate: SessionGate | None = None,
     ) -> None:
         self.registry = registry
         self.ctx = ctx
         self.guard = guard
         self.emit = emit
         self.on_result = on_result
+        self.gate = gate  # plan mode and PreToolUse/PostToolUse hooks
         self._limits: dict[str, asyncio.Semaphore] = {}
 
     async def _one(self, call: PreparedCall, concurrent: bool) -> CallOutcome:
         began = time.perf_counter()
-        if concurrent and call.group is not None:
-            limit = self._limits.setdefault(call.group, asyncio.Semaphore(call.limit))
+        run = await self.gate.before_call(call, self.registry) if self.gate is not None else call
+        if isinstance(run, ToolResult):  # refused (plan mode) or blocked (a hook): that is the answer
+            return CallOutcome(call, run, (time.perf_counter() - began) * 1000)
+        if concurrent and run.group is not None:
+            limit = self._limits.setdefault(run.group, asyncio.Semaphore(run.limit))
             async with limit:
-                result = await self.registry.run(call, self.ctx)
+                result = await self.registry.run(run, self.ctx)
         else:
-            result = await self.registry.run(call, self.ctx)
+            result = await self.registry.run(run, self.ctx)
+        if self.gate is not None:
+            result = await self.gate.after_call(run, result)
         return CallOutcome(call, result, (time.perf_counter() - began) * 1000)
 
     async def run(self, calls: list[PreparedCall]) -> str:

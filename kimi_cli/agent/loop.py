@@ -25,6 +25,7 @@ from kimi_cli.agent.events import (
     ToolOutput,
     UsageUpdate,
 )
+from kimi_cli.agent.gate import SessionGate
 from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.llm.assemble import StreamCallbacks
@@ -108,6 +109,7 @@ class Agent:
         max_output_tokens: int | None = None,
         notes: Callable[[], list[str]] | None = None,
         user_prompts: bool = True,
+        gate: SessionGate | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -122,6 +124,7 @@ class Agent:
         self.max_output_tokens = max_output_tokens
         self.notes = notes  # things that happened on their own (a background task ended): told before a request
         self.user_prompts = user_prompts  # False for a subagent: its task is the model's words, not the user's
+        self.gate = gate  # plan mode and hooks (kimi_cli.agent.gate): called at one point per event
         self._usage_missing_told = False
         self._prompt_tokens = 0  # what the last request cost (prompt + completion), from the server
         self._sent_count = 0  # how many messages that figure covers
@@ -140,13 +143,23 @@ class Agent:
         self.recorder.append_message(message)
 
     async def run(self, user_message: Message, preamble: list[Message] | None = None) -> RunOutcome:
+        verdict = await self.gate.prompt(_prompt_text(user_message, limit=None)) if self.gate is not None else None
+        if verdict is not None and verdict.blocked:  # a UserPromptSubmit hook: nothing is sent or logged
+            why = f"a UserPromptSubmit hook blocked the prompt: {verdict.blocked}"
+            self.emit(Notice(why))
+            return RunOutcome("blocked", ExitCode.CANCELLED, "", 0, why)
         if self.checkpointer is not None:
             self.checkpointer.mark_turn(len(self.messages), _prompt_text(user_message))
         if self.user_prompts:  # tools may note what the user asked for themselves (a URL typed in the prompt)
             self.registry.observe_prompt(_prompt_text(user_message, limit=None), self.ctx)
         for message in preamble or []:
             self.add_message(message)
+        for text in verdict.before if verdict is not None else []:
+            self.add_message({"role": "user", "content": f"[hook context] {text}"})
+        self._mode_notes()
         self.add_message(user_message)
+        for text in verdict.after if verdict is not None else []:
+            self.add_message({"role": "user", "content": f"[hook context] {text}"})
         last_text = ""
         while True:
             if self.max_steps is not None and self.steps >= self.max_steps:
@@ -155,16 +168,21 @@ class Agent:
             if self.context is not None and self.context.should_compact(
                 self.messages, self._prompt_tokens, self._sent_count
             ):
-                await self.compact()
+                await self.compact("auto")
             self.steps += 1
             news = self.notes() if self.notes is not None else []
             if news:
                 self.add_message({"role": "user", "content": "[kimi] " + "\n[kimi] ".join(news)})
+            self._mode_notes()
             completion, stop = await self._step()
             last_text = completion.text or last_text
             if stop:
                 return RunOutcome("loop_detected", ExitCode.ERROR, last_text, self.steps, stop)
             if not completion.tool_calls:
+                go_on = await self.gate.stop() if self.gate is not None else ""
+                if go_on:  # a Stop hook blocked the stop: its reason is the model's next message
+                    self.add_message({"role": "user", "content": f"[hook] {go_on}"})
+                    continue
                 return RunOutcome("done", ExitCode.OK, completion.text, self.steps)
             if self.max_tokens is not None and self.usage.total_tokens >= self.max_tokens:
                 msg = f"used {self.usage.total_tokens} tokens, over the budget of {self.max_tokens} (--max-tokens)"
@@ -213,9 +231,16 @@ class Agent:
         self.recorder.end_step(self.steps)
         return completion, stop
 
-    async def compact(self) -> None:
+    def _mode_notes(self) -> None:
+        """What the model must be told about a mode change since the last request (plan mode begins or ends)."""
+        for note in self.gate.notes(self.registry) if self.gate is not None else []:
+            self.add_message({"role": "user", "content": note})
+
+    async def compact(self, trigger: str = "manual") -> None:
         """Replace the history with a summary and a fresh pack; the session log keeps everything."""
         assert self.context is not None
+        if self.gate is not None:
+            await self.gate.before_compact(trigger)
         before = self.context.estimate(self.messages, self._prompt_tokens, self._sent_count)
         count = len(self.messages)
         new = await self.context.compact(self.provider, self.messages, self.ctx.todos, self.files_written())
@@ -233,7 +258,7 @@ class Agent:
             if self.context is None:
                 raise
             self.emit(Notice(f"the server says the request is too long ({exc}); compacting and trying again"))
-            await self.compact()
+            await self.compact("auto")
         try:
             return await self.provider.complete(self.messages, self.registry.schemas(), callbacks, self._output_cap())
         except ContextOverflow as exc:
@@ -285,7 +310,7 @@ class Agent:
             answered.add(call.id)
             images.extend(result.images)
 
-        runner = CallRunner(self.registry, self.ctx, self.guard, self.emit, on_result)
+        runner = CallRunner(self.registry, self.ctx, self.guard, self.emit, on_result, self.gate)
         try:
             stop = await runner.run(calls)
         except asyncio.CancelledError:

@@ -1,0 +1,160 @@
+"""Spawning hooks: the smallest useful runner. It starts the command on the host in the workspace, writes
+the event's JSON on stdin, and reads the exit code, stdout and stderr, within the hook's timeout.
+
+Several matching hooks run at once (threads: each waits on its own process). A hook that times out has its
+whole process group killed; one that cannot start is reported like one that failed. Nothing here raises:
+a broken hook is a result, never the end of the session. A cancelled turn kills the hooks it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.hooks import pins
+from kimi_cli.hooks.config import Hook
+
+OUTPUT_CAP = 64 * 1024  # of each stream, kept for the model or the user
+
+
+@dataclass
+class HookRun:
+    """What one hook did. exit_code None: it never finished (timed out, could not start, was refused)."""
+
+    hook: Hook
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    error: str = ""  # why it did not run or finish, in words for the user
+    tampered: bool = False  # a workspace script it names changed since the session started
+
+    @property
+    def failed(self) -> bool:
+        """Neither success (0) nor a deliberate block (2)."""
+        return self.exit_code not in (0, 2)
+
+    def problem(self) -> str:
+        """One line for the user about a failed hook."""
+        if self.error:
+            return self.error
+        detail = " ".join(self.stderr.split())[:300]
+        return f"exit code {self.exit_code}" + (f": {detail}" if detail else "")
+
+
+def _cap(data: bytes) -> str:
+    text = data[:OUTPUT_CAP].decode("utf-8", errors="replace")
+    return text + ("\n[... output cut]" if len(data) > OUTPUT_CAP else "")
+
+
+class _Spawn:
+    """One hook's process, killable from another thread (a cancelled turn)."""
+
+    def __init__(self, hook: Hook, stdin: bytes, cwd: Path, env: dict[str, str]) -> None:
+        self.hook = hook
+        self.stdin = stdin
+        self.cwd = cwd
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def run(self) -> HookRun:
+        try:
+            self.proc = subprocess.Popen(
+                ["/bin/sh", "-c", self.hook.command], cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+            )  # fmt: skip
+        except OSError as exc:
+            return HookRun(self.hook, None, error=f"could not start: {exc.strerror or exc}")
+        try:
+            out, err = self.proc.communicate(self.stdin, timeout=self.hook.timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            out, err = self._drain()
+            return HookRun(self.hook, None, _cap(out), _cap(err), timed_out=True,
+                           error=f"timed out after {self.hook.timeout:g} s (killed)")  # fmt: skip
+        except (OSError, ValueError) as exc:
+            self.kill()
+            return HookRun(self.hook, None, error=f"failed: {exc}")
+        code = self.proc.returncode
+        if code < 0:
+            return HookRun(self.hook, None, _cap(out), _cap(err), error=f"killed by signal {-code}")
+        return HookRun(self.hook, code, _cap(out), _cap(err))
+
+    def _drain(self) -> tuple[bytes, bytes]:
+        assert self.proc is not None
+        try:
+            return self.proc.communicate(timeout=5)
+        except (subprocess.TimeoutExpired, OSError, ValueError):
+            return b"", b""
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+class HookRunner:
+    """Runs hooks for one workspace; knows the pinned scripts (kimi_cli.hooks.pins)."""
+
+    def __init__(self, workdir: Path, hooks: Sequence[Hook], extra_env: dict[str, str] | None = None) -> None:
+        self.workdir = workdir.resolve()
+        self.hooks = list(hooks)
+        self.extra_env = dict(extra_env or {})
+        self.pins = {hook: pins.pin(hook.command, self.workdir) for hook in self.hooks}
+
+    def matching(self, event: str, tool_name: str | None = None) -> list[Hook]:
+        return [h for h in self.hooks if h.event == event and h.matches(tool_name)]
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({"CLAUDE_PROJECT_DIR": str(self.workdir), "KIMI_PROJECT_DIR": str(self.workdir)})
+        env.update(self.extra_env)
+        return env
+
+    def _spawns(self, hooks: list[Hook], payload: dict[str, Any]) -> tuple[list[_Spawn], dict[Hook, HookRun]]:
+        stdin = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", errors="surrogateescape")
+        env = self._env()
+        refused: dict[Hook, HookRun] = {}
+        spawns = []
+        for hook in hooks:
+            changed = pins.changed(self.pins.get(hook, {}), self.workdir)
+            if changed:
+                why = f"not run: {', '.join(changed)} changed since the session started (a hook runs on the host)"
+                refused[hook] = HookRun(hook, None, error=why, tampered=True)
+            else:
+                spawns.append(_Spawn(hook, stdin, self.workdir, env))
+        return spawns, refused
+
+    async def run(self, hooks: list[Hook], payload: dict[str, Any]) -> list[HookRun]:
+        """Run `hooks` at once; results in config order."""
+        if not hooks:
+            return []
+        spawns, refused = self._spawns(hooks, payload)
+        try:
+            done = await asyncio.gather(*(asyncio.to_thread(s.run) for s in spawns))
+        except asyncio.CancelledError:
+            for spawn in spawns:
+                spawn.kill()
+            raise
+        by_hook = {**refused, **{run.hook: run for run in done}}
+        return [by_hook[h] for h in hooks]
+
+    def run_sync(self, hooks: list[Hook], payload: dict[str, Any]) -> list[HookRun]:
+        """The same from synchronous code (a session switch, the end of a session outside the loop)."""
+        if not hooks:
+            return []
+        from concurrent.futures import ThreadPoolExecutor
+
+        spawns, refused = self._spawns(hooks, payload)
+        with ThreadPoolExecutor(max_workers=max(1, len(spawns))) as pool:
+            done = list(pool.map(lambda s: s.run(), spawns))
+        by_hook = {**refused, **{run.hook: run for run in done}}
+        return [by_hook[h] for h in hooks]

@@ -1,9 +1,15 @@
 """`kimi pack` against repomix, gitingest, code2prompt, files-to-prompt and Aider's repo map.
 
 Corpora: the sdists of flask, requests and SQLAlchemy from PyPI, each committed into a fresh git repo
-under bench/corpora/. Peers come from bench/setup_peers.sh (bench/.peers/). Whole processes, medians.
-Targets: cold >= 3x faster than repomix on flask and requests, >= 2x on SQLAlchemy; warm <= 0.3 s;
-refresh after a one-file edit <= 50 ms; SQLAlchemy under a 1M budget; peak RSS <= 300 MB.
+under bench/corpora/, plus any folder given with --tree (issue 32 used a site-packages of ~14.7k files:
+`pip install --target DIR --no-deps torch==2.13.0+cpu` from its CPU wheel, then `pip install --target DIR
+sympy networkx jinja2 fsspec filelock typing-extensions mpmath markupsafe`). Peers come from
+bench/setup_peers.sh (bench/.peers/). Whole processes, one alternating run: each round runs kimi cold
+(empty cache), kimi warm, then every peer, so all see the same machine; medians of the rounds, and the
+ratio to repomix as the median of the per-round ratios.
+Targets: cold >= 3x faster than repomix on flask and requests, >= 2x on SQLAlchemy and the big tree;
+warm <= 0.3 s; refresh after a one-file edit <= 50 ms; peak RSS <= 200 MB (SQLAlchemy), <= 400 MB (tree).
+Usage: python3 bench/pack.py [RUNS] [--tree PATH ...] [--only-trees] [--peers repomix,...]
 """
 
 from __future__ import annotations
@@ -88,20 +94,15 @@ def clean(root: Path) -> None:
             leftover.unlink()
 
 
-def kimi_runs(root: Path, runs: int) -> dict[str, float]:
-    clean(root)
-    cold, warm, rss = [], [], []
-    claim = 0
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory() as cache:
-            env = {**os.environ, "XDG_CACHE_HOME": cache}
-            argv = [kimi_bin(), "pack", str(root), "--budget", str(BUDGET), "--format", "json", "-o", os.devnull]
-            t, out, peak = timed(argv, env)
-            cold.append(t)
-            rss.append(peak)
-            warm.append(timed(argv, env)[0])
-            claim = int(m.group(1).replace(",", "")) if (m := re.search(r"\(([\d,]+) tokens", out)) else 0
-    return {"cold": median(cold), "warm": median(warm), "rss_mb": median(rss) / 1024, "tokens": claim}
+def kimi_once(root: Path) -> tuple[float, float, float, int]:
+    """One cold pack (empty cache) and one warm one: (cold s, warm s, cold peak RSS KiB, tokens packed)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "XDG_CACHE_HOME": cache}
+        argv = [kimi_bin(), "pack", str(root), "--budget", str(BUDGET), "--format", "json", "-o", os.devnull]
+        cold, out, peak = timed(argv, env)
+        warm = timed(argv, env)[0]
+    claim = int(m.group(1).replace(",", "")) if (m := re.search(r"\(([\d,]+) tokens", out)) else 0
+    return cold, warm, peak, claim
 
 
 def refresh_in_process(root: Path, runs: int) -> float:
@@ -149,56 +150,79 @@ def peer_commands(root: Path, out: Path) -> dict[str, list[str]]:
     return {k: v for k, v in cmds.items() if Path(v[0]).exists() or v[0] == "sh"}
 
 
-def peer_runs(root: Path, runs: int) -> dict[str, tuple[float, str]]:
-    results: dict[str, tuple[float, str]] = {}
+def peer_once(name: str, argv: list[str], root: Path, home: str) -> tuple[float, str, int]:
+    """One run of a peer: (seconds, what it claims, peak RSS KiB); nan when it failed."""
+    env = {**os.environ, "OPENAI_API_KEY": "bench-no-network", "HOME": home}
+    clean(root)  # aider's tag cache would make its later runs warm
+    try:
+        t, text, peak = timed(argv, env, cwd=root)
+    except (RuntimeError, OSError) as exc:
+        return float("nan"), f"failed: {str(exc)[:80]}", 0
+    pattern = CLAIMS.get(name)
+    claim = "—"
+    if pattern is not None and (m := pattern.search(text)):
+        claim = m.group(1).strip()
+    elif OFFLINE.search(text):
+        claim = "none: its tokenizer download fails offline"
+    return t, claim, peak
+
+
+def side_by_side(root: Path, runs: int, only: set[str] | None) -> str:
+    """kimi cold, kimi warm and each peer in turn, `runs` rounds; then the in-process refresh."""
+    ours: dict[str, list[float]] = {"cold": [], "warm": [], "rss": []}
+    peers: dict[str, dict[str, list[float]]] = {}
+    claims: dict[str, str] = {}
+    tokens = 0
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.txt"
-        for name, argv in peer_commands(root, out).items():
-            env = {**os.environ, "OPENAI_API_KEY": "bench-no-network", "HOME": tmp}
-            try:
-                times, claim = [], "—"
-                for _ in range(runs):
-                    clean(root)  # aider's tag cache would make its later runs warm
-                    t, text, _ = timed(argv, env, cwd=root)
-                    times.append(t)
-                    pattern = CLAIMS.get(name)
-                    if pattern is not None and (m := pattern.search(text)):
-                        claim = m.group(1).strip()
-                    elif OFFLINE.search(text):
-                        claim = "none: its tokenizer download fails offline"
-                results[name] = (median(times), claim)
-            except (RuntimeError, OSError) as exc:
-                results[name] = (float("nan"), f"failed: {str(exc)[:80]}")
+        commands = {k: v for k, v in peer_commands(root, out).items() if only is None or k in only}
+        for _ in range(runs):
+            cold, warm, peak, tokens = kimi_once(root)
+            ours["cold"].append(cold)
+            ours["warm"].append(warm)
+            ours["rss"].append(peak / 1024)
+            for name, argv in commands.items():
+                t, claim, peak = peer_once(name, argv, root, tmp)
+                row = peers.setdefault(name, {"t": [], "rss": [], "ratio": []})
+                row["t"].append(t)
+                row["rss"].append(peak / 1024)
+                row["ratio"].append(t / cold)
+                claims[name] = claim
     clean(root)
-    return results
+    refresh = refresh_in_process(root, 5)
+    cold = median(ours["cold"])
+    rows = [
+        ["`kimi pack` cold", f"{cold:.2f} s", "", f"{median(ours['rss']):.0f} MB", f"{tokens:,} (budget {BUDGET:,})"],
+        ["`kimi pack` warm (cache)", f"{median(ours['warm']):.2f} s", "", "", ""],
+        ["refresh after a one-file edit (in process)", f"{refresh * 1000:.0f} ms", "", "", ""],
+    ]
+    for name, row in peers.items():
+        good = [t for t in row["t"] if t == t]
+        ratios = [r for r in row["ratio"] if r == r]
+        rows.append([
+            name, f"{median(good):.2f} s" if good else "—",
+            f"{median(ratios):.2f}x kimi cold" if ratios else "", f"{median(row['rss']):.0f} MB" if good else "",
+            claims.get(name, ""),
+        ])  # fmt: skip
+    headers = ["tool", f"median of {runs}", "ratio (median of per-round ratios)", "peak RSS", "tokens claimed"]
+    return table(headers, rows)
 
 
-def main(runs: int = 3) -> str:
-    corpora = prepare()
+def main(runs: int = 3, trees: list[Path] | None = None, only: set[str] | None = None, sdists: bool = True) -> str:
+    corpora = list(prepare().values()) if sdists else []
+    corpora += [t.resolve() for t in trees or []]
     shutil.rmtree(HERE / "out", ignore_errors=True)
-    sections = []
-    for root in corpora.values():
-        ours = kimi_runs(root, runs)
-        refresh = refresh_in_process(root, 5)
-        peers = peer_runs(root, runs)
-        repomix = peers.get("repomix", (float("nan"), ""))[0]
-        rows = [
-            [
-                "`kimi pack` cold",
-                f"{ours['cold']:.2f} s",
-                f"{repomix / ours['cold']:.2f}x faster than repomix" if repomix == repomix else "",
-                f"{ours['tokens']:,} (packed, budget {BUDGET:,})",
-            ],
-            ["`kimi pack` warm (cache)", f"{ours['warm']:.2f} s", "", ""],
-            ["refresh after a one-file edit (in process)", f"{refresh * 1000:.0f} ms", "", ""],
-            ["`kimi pack` cold peak RSS", f"{ours['rss_mb']:.0f} MB", "", ""],
-        ]
-        for peer, (t, claim) in peers.items():
-            ratio = f"{t / ours['cold']:.2f}x kimi cold" if t == t else ""
-            rows.append([peer, f"{t:.2f} s" if t == t else "—", ratio, claim])
-        sections.append(f"### {root.name}\n\n" + table(["tool", f"median of {runs}", "ratio", "tokens claimed"], rows))
-    return "\n\n".join(sections)
+    return "\n\n".join(f"### {root.name}\n\n" + side_by_side(root, runs, only) for root in corpora)
 
 
 if __name__ == "__main__":
-    print(main(int(sys.argv[1]) if len(sys.argv) > 1 else 3))
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs", nargs="?", type=int, default=3)
+    parser.add_argument("--tree", type=Path, action="append", default=[], help="another folder to pack")
+    parser.add_argument("--only-trees", action="store_true", help="leave out the three sdists")
+    parser.add_argument("--peers", help="comma-separated peers to run (default: every one installed)")
+    args = parser.parse_args()
+    chosen = set(args.peers.split(",")) if args.peers else None
+    print(main(args.runs, args.tree, chosen, sdists=not args.only_trees))

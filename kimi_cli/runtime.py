@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kimi_cli import trust
 from kimi_cli.agent.events import Event, Notice
+from kimi_cli.agent.gate import SessionGate
 from kimi_cli.agent.loop import Agent
 from kimi_cli.agent.prefix import PrefixBuilder
 from kimi_cli.checkpoints import ShadowRepo
@@ -21,6 +22,7 @@ from kimi_cli.llm.models import ModelInfo, lookup, resolve_effort, with_context
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.llm.types import Message
 from kimi_cli.mcp.manager import McpManager
+from kimi_cli.modes.state import ModeState
 from kimi_cli.session.checkpointing import SessionCheckpointer
 from kimi_cli.session.store import Session
 from kimi_cli.tools.background import TaskManager
@@ -37,6 +39,7 @@ from kimi_cli.trust import FolderTrust
 from kimi_cli.workspace_git import git_state
 
 if TYPE_CHECKING:
+    from kimi_cli.hooks.session import HookSession
     from kimi_cli.image_pipeline import ImageLimits
     from kimi_cli.mcp.deferred import DeferredTools
     from kimi_cli.subagent_runner import SubagentFactory
@@ -73,6 +76,9 @@ class Runtime:
     model_info: ModelInfo | None = None  # the model table's entry in use (window from the server where it says)
     effort: str | None = None  # None until the first agent: then the configured effort or the mode's default
     folder_trust: FolderTrust | None = None  # whether the workspace's own .kimi settings apply (kimi_cli.trust)
+    mode: ModeState = field(default_factory=ModeState)  # ask | auto | plan | yolo (kimi_cli.modes)
+    hooks: HookSession | None = None  # the user's hooks, and a trusted project's (kimi_cli.hooks)
+    start_source: str = "startup"  # SessionStart's `source` for the next agent: startup | resume | clear
     _trust_noticed: bool = False
 
     @classmethod
@@ -95,7 +101,8 @@ class Runtime:
 
         remember_session_start(workdir)  # the repository's links and hook files as the session finds them
         folder_trust = trust.resolve(workdir, grant=bool(flags.get("trust")), ask=ask_trust)
-        flags = {k: v for k, v in flags.items() if k != "trust"}
+        plan = bool(flags.get("plan"))
+        flags = {k: v for k, v in flags.items() if k not in ("trust", "plan")}
         config = load_config(workdir, flags)
         endpoint = resolve_endpoint(config)
         from kimi_cli.mcp.wiring import start_mcp
@@ -138,11 +145,23 @@ class Runtime:
             if mcp is not None:
                 mcp.close()
             raise
-        return cls(
+        runtime = cls(
             config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, prefix, resume_note,
             sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
             model_info=with_context(info, window), folder_trust=folder_trust,
         )  # fmt: skip
+        runtime.start_features(plan, resumed=bool(choice.continue_latest or choice.resume_id))
+        return runtime
+
+    def start_features(self, plan: bool, resumed: bool) -> None:
+        """The session's mode (plan mode with --plan) and its hooks, once the folder's trust is decided."""
+        from kimi_cli.hooks.session import open_hooks
+
+        policy = self.config.approval.policy
+        base = "yolo" if self.config.yolo else policy if policy in ("ask", "auto") else "auto"
+        self.mode = ModeState("plan" if plan else base, base)
+        self.start_source = "resume" if resumed else "startup"
+        self.hooks = open_hooks(self.workdir, lambda: self.session, lambda: self.mode.current)
 
     def make_agent(
         self, emit: Callable[[Event], None], approver: ShellApprover, headless: bool = False
@@ -171,6 +190,10 @@ class Runtime:
         if self.tasks is None:
             self.tasks = TaskManager(self.sandbox, str(self.workdir), self.config.shell.max_background_tasks)  # type: ignore[arg-type]
         tasks = self.tasks
+        if self.hooks is not None:  # a PreToolUse hook's "allow" skips the question (kimi_cli.hooks.approvals)
+            from kimi_cli.hooks.approvals import HookAwareApprover
+
+            approver = HookAwareApprover(approver)  # type: ignore[assignment]
         shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, tasks)
         builtin: list[Any] = [shell, Git(identity), TaskOutput(tasks), TaskStop(tasks)]
         notices: list[str] = []
@@ -213,7 +236,10 @@ class Runtime:
             ),
             context=self.context,
             notes=self.tasks.finished_notes,
+            gate=SessionGate(self.mode, self.hooks, getattr(approver, "ask", None), start_source=self.start_source),
         )
+        if self.hooks is not None:
+            self.hooks.tell = lambda message: agent.emit(Notice(message))
         if self.mcp is not None and starting:  # the first request does not wait for them
             from kimi_cli.mcp.wiring import LateServers
 
@@ -299,10 +325,18 @@ class Runtime:
         def system(task: str, mode: str) -> Message:
             return self.prefix.message(self.context.task_pack(task, SUB_BUDGET_SHARE), mode)
 
-        return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens)
+        def gate() -> SessionGate:  # the session's hooks (PreToolUse, SubagentStop) for a subagent's own calls
+            return SessionGate(hooks=self.hooks, subagent=True)
+
+        return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens,
+                               gate)  # fmt: skip
 
     def switch_session(self, choice: SessionChoice) -> None:
         """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""
+        resumed = bool(choice.continue_latest or choice.resume_id)
+        if self.hooks is not None:
+            self.hooks.session_end("resume" if resumed else "clear")
+        self.start_source = "resume" if resumed else "clear"
         self.context.save_baseline(self.session.path)
         session, history = open_session(self.workdir, self.endpoint.model, choice, self.context)
         self.session.close()
@@ -310,13 +344,17 @@ class Runtime:
         self.resume_note = self.context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
 
     async def aclose(self) -> None:
+        import asyncio
+
+        if self.hooks is not None:
+            hooks, self.hooks = self.hooks, None  # once, however often aclose is called
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(hooks.session_end, "exit")
         self.context.save_baseline(self.session.path)
         if self.tasks is not None:
             with contextlib.suppress(Exception):
                 await self.tasks.close()
         if self.mcp is not None:
-            import asyncio
-
             await asyncio.to_thread(self.mcp.close)
         for provider in self.providers:
             with contextlib.suppress(Exception):

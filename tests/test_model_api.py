@@ -241,3 +241,32 @@ def test_acp_offers_effort_as_a_config_option_and_applies_it(
     assert [o.value for o in offered[0].options] == ["low", "high", "max"]
     assert changed[0].current_value == "low"
     assert [r["reasoning_effort"] for r in server.requests] == ["high", "low"]
+
+
+# --- the terminal --------------------------------------------------------------------------------------------
+
+
+def test_effort_model_and_cost_commands_in_the_terminal(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    from test_interactive import PROMPT, finish, spawn
+
+    server.add(
+        {"text": "first", "usage": {"prompt_tokens": 10_000, "completion_tokens": 100, "cached_tokens": 9_000}},
+        {"text": "second"},
+        {"text": "spare"},  # for anything else the session may ask at exit (a title)
+    )
+    child = spawn(repo, env, server)
+    child.send("hi\r")
+    child.expect("first")
+    child.expect(PROMPT)
+    child.send("/effort low\r")
+    child.expect("effort low: sent as reasoning_effort=low")
+    child.send("/model\r")
+    child.expect(r"model table: Kimi K3\.1 Pro \[kimi-k3\.1-pro\]")
+    child.send("/cost\r")
+    child.expect("9,000 cache hits")
+    child.expect("first request hit the prompt cache")
+    child.send("again\r")
+    child.expect("second")
+    child.expect(PROMPT)
+    assert finish(child) == 0
+    assert [r["reasoning_effort"] for r in server.requests[:2]] == ["high", "low"]

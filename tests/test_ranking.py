@@ -212,3 +212,23 @@ def test_a_file_reached_only_by_an_import_follows_the_best_hit(tmp_path: Path) -
     assert order.index("packages/app/src/render.ts") < order.index("packages/app/src/unrelated.ts")
     assert why["packages/app/src/render.ts"].startswith("relevant to the task")
     assert not why["packages/app/src/unrelated.ts"].startswith("relevant to the task")
+
+
+def test_fixture_folders_rank_below_tests_and_component_files_count_as_source() -> None:
+    fixture = "packages/astro/test/fixtures/basic/src/pages/index.astro"
+    assert kind_weight(fixture, "crash in dev") < kind_weight("packages/astro/test/units/render.test.js", "crash")
+    assert kind_weight("packages/astro/e2e/fixtures/x/src/a.ts", "crash") == kind_weight(fixture, "crash")
+    assert kind_weight("packages/astro/src/components/Image.astro", "crash") == 1.0
+    assert kind_weight(fixture, "the test fixture is wrong") > kind_weight(fixture, "crash")
+
+
+def test_a_file_name_that_many_files_share_names_none_of_them() -> None:
+    from kimi_cli.context.rank import task_mentions
+
+    packages = [f"packages/p{i}/package.json" for i in range(6)] + ["package.json", "src/cli.ts"]
+    named, _ = task_mentions("pre-approve esbuild in `package.json` before running npm in cli.ts", packages)
+    assert named == ["src/cli.ts"]  # seven package.json files: the name says which none of them is
+    named, _ = task_mentions("the scripts in packages/p3/package.json are wrong", packages)
+    assert named == ["packages/p3/package.json"]  # a path names its file
+    two = ["package.json", "docs/package.json", "src/cli.ts"]
+    assert task_mentions("bump the version in package.json", two)[0] == ["docs/package.json", "package.json"]

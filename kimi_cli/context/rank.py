@@ -19,18 +19,25 @@ DOC_AND_BUILD = re.compile(
 STOPWORDS = {"the", "and", "for", "that", "this", "with", "from", "into", "fix", "add", "make", "use", "test", "tests"}
 
 
+MAX_SAME_NAME = 3  # a file name the task mentions that more files share (a monorepo's 60 package.json) names none
+
+
 def task_mentions(task: str, paths: list[str]) -> tuple[list[str], set[str]]:
-    """Files the task names (by path or file name) and the identifiers it mentions."""
+    """Files the task names (by path, or by a file name few files share) and the identifiers it mentions."""
     named: list[str] = []
+    by_base: dict[str, list[str]] = defaultdict(list)
     lowered = task.lower()
     for path in paths:
         base = path.rsplit("/", 1)[-1]
-        if path.lower() in lowered or (
+        if "/" in path and path.lower() in lowered:  # a root file's path is its name: the rule below
+            named.append(path)
+        elif (
             len(base) > 3 and base.lower() in lowered and re.search(rf"(?<![\w/.]){re.escape(base.lower())}\b", lowered)
         ):
-            named.append(path)
+            by_base[base.lower()].append(path)
+    named += [p for group in by_base.values() if len(group) <= MAX_SAME_NAME for p in group]
     words = {w for w in IDENTIFIER.findall(task) if w.lower() not in STOPWORDS}
-    return named, words
+    return sorted(named), words
 
 
 def history(root: Path, limit: int = 300) -> list[tuple[int, list[str]]]:
@@ -84,9 +91,19 @@ def test_files_for(path: str, all_paths: list[str]) -> list[str]:
     return [p for p in all_paths if p != path and pattern.search(p)]
 
 
-SOURCE_EXT = re.compile(r"\.(py|pyx|pyi|js|jsx|mjs|ts|tsx|go|rs|java|kt|c|cc|cpp|h|hpp|rb|php|cs|swift|scala|lua)$")
+SOURCE_EXT = re.compile(
+    r"\.(py|pyx|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|kt|c|cc|cpp|h|hpp|rb|php|cs|swift|scala|lua|"
+    r"astro|svelte|vue)$"
+)
 TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__|spec)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
+    r"(^|/)(tests?|testing|__tests__|spec|e2e)/|(^|/)(test_[^/]*|[^/]*_test\.\w+|[^/]*\.(test|spec)\.\w+|conftest\.py)$"
+)
+# Sample projects a test suite runs against, recorded outputs, demos: in a JS monorepo thousands of small
+# files (astro: 2,700 under test/fixtures) that share every word with the source they exercise.
+FIXTURE_PATH = re.compile(
+    r"(^|/)(fixtures?|__fixtures__|__snapshots__|__mocks__|testdata|test-data|samples?|demos?|playground|"
+    r"benchmarks?)/",
+    re.I,
 )
 DOC_PATH = re.compile(r"(^|/)(docs?|doc-src|changelog|changes|newsfragments|examples?)/|\.(md|rst|txt|adoc)$", re.I)
 DOC_TASK = re.compile(r"\b(docs?|documentation|readme|changelog|typo|docstring|tutorial|guide)\b", re.I)
@@ -95,7 +112,9 @@ TEST_TASK = re.compile(r"\b(tests?|testing|fixture|pytest|unittest|spec)\b", re.
 
 
 def kind_weight(path: str, task: str) -> float:
-    """Source first, then tests, then docs and config, unless the task is about those."""
+    """Source first, then tests, then docs, config and fixtures, unless the task is about those."""
+    if FIXTURE_PATH.search(path):
+        return 0.55 if TEST_TASK.search(task) else 0.3
     if TEST_PATH.search(path):
         return 0.75 if TEST_TASK.search(task) else 0.55
     if DOC_PATH.search(path):

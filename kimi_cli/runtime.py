@@ -374,6 +374,7 @@ def open_session(
     """Create a new session, or reopen one with its repaired history."""
     if choice.resume_id or choice.continue_latest:
         session = Session.open(workdir, choice.resume_id) if choice.resume_id else Session.latest(workdir)
+        session.mark_running()
         return session, session.messages()
     session = Session.create(workdir, choice.title, model)
     session.meta["git"] = git_state(workdir)

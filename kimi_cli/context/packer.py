@@ -43,6 +43,7 @@ class PackEntry:
     tokens: int = 0  # tokens this entry costs in the pack
     file_tokens: int | None = None  # tokens of the whole file, when known
     reason: str = ""
+    rank: int | None = None  # place in the ranking for the task (0 = most relevant); None: not ranked
 
 
 @dataclass
@@ -184,6 +185,7 @@ class RepoPacker:
         state.text = "\n".join(parts) + "\n"
         state.tokens_total = sum(state.costs[p] for p in modes) + state.tree_tokens + 64
         entries: list[dict[str, Any]] = []
+        ranks = {path: index for index, path in enumerate(state.order)}
         for rec in sorted(records, key=lambda r: r.path):
             if rec.text is None:
                 entry = {"mode": "skipped", "tokens": 0, "file_tokens": None, "reason": rec.reason or ""}
@@ -196,7 +198,7 @@ class RepoPacker:
                     "file_tokens": state.tokens.get(rec.path),
                     "reason": _listed_reason(state.why.get(rec.path, "")) if listed else state.why.get(rec.path, ""),
                 }
-            entries.append({"path": rec.path, "size": rec.size, **entry})
+            entries.append({"path": rec.path, "size": rec.size, **entry, "rank": ranks.get(rec.path)})
         state.entries = entries
 
     def _from_state(self, state: PackState, budget: int) -> Pack:

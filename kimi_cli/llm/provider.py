@@ -1,8 +1,9 @@
 """ChatProvider: streams chat completions from any OpenAI-compatible endpoint, with retries that can help.
 
 Retried: 429 (Retry-After honoured), 5xx, resets, timeouts, streams that end without `finish_reason`, an
-empty stream (once). Not retried: an unresolvable host, 401/403/404/400; a refused connection to a
-non-local host stops after 2 tries. A 400 that names an optional field we sent drops the field, once.
+empty stream (once). Not retried: an unresolvable host, 401/403/404/400; a refused connection stops after
+2 tries to a remote host, 4 quick ones (at most 1.5 s apart) to this machine. A 400 that names an optional
+field we sent drops the field, once.
 
 Model-specific fields come from the model table (kimi_cli/llm/models.py): the reasoning effort goes as
 `reasoning_effort` to K3-family models and as `thinking` to K2.x, and to no other model.
@@ -44,6 +45,8 @@ OPTIONAL_FIELDS = (
 TOLD_FIELDS = ("reasoning_effort", "thinking")  # the user chose these: say so when the server refuses one
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 REFUSED_TRIES_REMOTE = 2
+REFUSED_TRIES_LOCAL = 4  # a refused connection to this machine: a server that may be starting up
+REFUSED_MAX_WAIT = 1.5  # seconds between those tries
 log = get_logger("llm")
 
 
@@ -178,7 +181,10 @@ class ChatProvider:
                         ) from None
                 if failure.kind == "refused":
                     refused += 1
-                    if not self._is_local() and refused >= REFUSED_TRIES_REMOTE:
+                    # Nothing listens there: a remote host is not coming back soon; a local server may be
+                    # starting, so a few quick tries (~4 s in all), never the whole backoff budget (~43 s).
+                    tries = REFUSED_TRIES_LOCAL if self._is_local() else REFUSED_TRIES_REMOTE
+                    if refused >= tries:
                         raise ProviderUnavailable(self._explain(failure, last)) from None
                 if not failure.retryable:
                     raise self._stop(failure, last) from None
@@ -188,6 +194,8 @@ class ChatProvider:
                 wait = (
                     after if after is not None else backoff_delay(attempt, self.retry.base_delay, self.retry.max_delay)
                 )
+                if failure.kind == "refused":
+                    wait = min(wait, REFUSED_MAX_WAIT)
                 cb.on_retry(attempt + 1, wait, last)
                 await self._sleep(wait)
                 attempt += 1

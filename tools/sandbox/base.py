@@ -133,8 +133,11 @@ async def run_process_group(
     finally:
         kill_group(proc.pid)  # nothing started by the command outlives it
         if proc.returncode is None:
+            # Shielded: a second cancellation must not drop the process object before its status is read,
+            # or closing its transport reaps it first and asyncio's watcher warns (kimi_cli/ui/quiet.py).
+            waiter = asyncio.ensure_future(proc.wait())
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), 5)
+                await asyncio.wait_for(asyncio.shield(waiter), 5)
     text, cut = collector.result()
     return ExecResult(text, None if timed_out else proc.returncode, timed_out, time.monotonic() - started, cut)
 

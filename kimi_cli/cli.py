@@ -20,9 +20,20 @@ app = typer.Typer(
     no_args_is_help=False,
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
-    rich_markup_mode=None,
+    rich_markup_mode="rich",  # one help style for every command (help texts escape their brackets)
     pretty_exceptions_enable=False,
 )
+
+
+def _summaries(typer_app: typer.Typer) -> None:
+    """Each command's summary: the first paragraph of its help, joined into one line."""
+    import inspect
+
+    for info in typer_app.registered_commands:
+        text = info.help or inspect.getdoc(info.callback) or ""
+        first = text.split("\n\n", 1)[0]
+        if first and not info.short_help:
+            info.short_help = " ".join(first.split())
 
 
 def _version(value: bool) -> None:
@@ -55,7 +66,13 @@ def main_command(
     ] = None,
     continue_: Annotated[bool, typer.Option("--continue", "-c", help="Resume the latest session here.")] = False,
     resume: Annotated[
-        str | None, typer.Option("--resume", help="Resume the session with this id.", metavar="ID")
+        str | None,
+        typer.Option(
+            "--resume",
+            "-r",
+            help="Resume the session with this id (or its start); without an id, pick one.",
+            metavar="ID",
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name.", metavar="NAME")] = None,
     provider: Annotated[
@@ -97,6 +114,21 @@ def main_command(
         bool, typer.Option("--no-thinking", help="Local engine: ask Kimi K3 to answer without thinking first.")
     ] = False,
     yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Plan mode: study with read-only tools and answer with a plan.")
+    ] = False,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-schema",
+            help="With -p: the final answer must be JSON valid against this JSON Schema.",
+            metavar="FILE",
+        ),
+    ] = None,
+    fork: Annotated[
+        str | None,
+        typer.Option("--fork", help="Start from a copy of this session (same history and undo points).", metavar="ID"),
+    ] = None,
     trust_folder: Annotated[
         bool,
         typer.Option(
@@ -161,6 +193,7 @@ def main_command(
         "mcp_config": [str(p) for p in mcp_config] if mcp_config else None,
         "yolo": yolo or None,
         "trust": trust_folder or None,
+        "plan": plan or None,
     }
     context = {"pack": False if no_pack else None, "budget": pack_budget, "compact_at": compact_at}
     if any(v is not None for v in context.values()):
@@ -172,6 +205,10 @@ def main_command(
     root = (workdir or Path.cwd()).resolve()
     if not root.is_dir():
         _usage(f"--workdir {root} is not a directory")
+    if output_schema is not None and prompt is None:
+        _usage("--output-schema needs a headless run: -p TASK")
+    if fork is not None:
+        resume, continue_ = _fork(root, fork), False
     if prompt is None:
         from kimi_cli.runtime import SessionChoice
         from kimi_cli.ui.interactive.session import run_interactive
@@ -186,35 +223,35 @@ def main_command(
         resume_id=resume,
         branch=branch,
         config_flags=flags,
+        output_schema=str(output_schema) if output_schema is not None else None,
     )
     raise typer.Exit(run_headless(opts))
+
+
+def _fork(root: Path, session_id: str) -> str:
+    """`--fork ID`: copy the session, then run in the copy; the original stays as it was."""
+    from kimi_cli.errors import KimiError
+    from kimi_cli.session.fork import fork_session
+
+    try:
+        new_id = fork_session(root, session_id)
+    except KimiError as exc:
+        _usage(str(exc))
+        raise
+    typer.echo(f"kimi: forked session {session_id} as {new_id}", err=True)
+    return new_id
 
 
 def _usage(message: str) -> None:
     from kimi_cli.ui.sanitize import visible
 
     typer.echo(f"kimi: {visible(message)}", err=True)
+    if _json_format(sys.argv[1:]):
+        from kimi_cli.app import result_object
+        from kimi_cli.jsonsafe import dumps
+
+        typer.echo(dumps(result_object("usage_error", 2, message=message, error="usage")))
     raise typer.Exit(2)
-
-
-@app.command("sessions")
-def sessions_command(
-    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", help="Workspace folder.", metavar="PATH")] = None,
-) -> None:
-    """List this workspace's sessions, newest first (ids work with --resume)."""
-    import time
-
-    from kimi_cli.session.store import list_sessions
-    from kimi_cli.ui.sanitize import visible
-
-    infos = list_sessions((workdir or Path.cwd()).resolve())
-    if not infos:
-        typer.echo("no sessions in this workspace yet")
-        return
-    for info in infos:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
-        line = f"{info.id}  {when}  {info.status:<20} {info.steps:>4} steps  {info.title[:60]}"
-        typer.echo(visible(line, one_line=True))
 
 
 @app.command("ci-repair")
@@ -292,6 +329,27 @@ def acp_command(
     raise typer.Exit(serve(model, provider, base_url, sandbox))
 
 
+@app.command("init")
+def init_command(
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", metavar="PATH")] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="NAME")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
+    ] = None,
+) -> None:
+    """Have the agent write AGENTS.md (or improve it) from the repository: build and test commands, layout,
+    conventions. Shows the diff; `kimi undo` takes it back."""
+    from kimi_cli.init_cmd import run_init
+
+    named = (("model", model), ("provider", provider), ("base_url", base_url))
+    flags: dict[str, object] = {k: v for k, v in named if v}
+    if sandbox:
+        flags["sandbox"] = {"mode": sandbox}
+    raise typer.Exit(run_init((workdir or Path.cwd()).resolve(), flags))
+
+
 @app.command("trust")
 def trust_command(
     path: Annotated[Path | None, typer.Argument(help="The folder (default: current directory).")] = None,
@@ -316,37 +374,66 @@ def _add_subapps() -> None:
 _add_subapps()
 
 
-# `pack` and `undo` parse their own arguments (argparse) and run before Typer is even imported: they are
-# the commands people time. These entries only list them in `kimi --help`.
-PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+def _add_tools() -> None:
+    from kimi_cli.cli_tools import help_style, register
+
+    help_style()
+    register(app)
 
 
-@app.command("pack", context_settings=PASSTHROUGH)
-def pack_command(ctx: typer.Context) -> None:
-    """Pack the repository as the agent sees it (kimi pack --help for options)."""
-    from kimi_cli.commands.pack import cli_main
-
-    raise typer.Exit(cli_main(list(ctx.args)))
+_add_tools()
+_summaries(app)
 
 
-@app.command("prompt", context_settings=PASSTHROUGH)
-def prompt_command(ctx: typer.Context) -> None:
-    """Print what the model is told first: system message and tools (kimi prompt --help for options)."""
-    from kimi_cli.commands.prompt import cli_main
-
-    raise typer.Exit(cli_main(list(ctx.args)))
+PICK = "@pick"  # `-r` with no id: the interactive session shows a picker
 
 
-@app.command("undo", context_settings=PASSTHROUGH)
-def undo_command(ctx: typer.Context) -> None:
-    """Restore files as they were N agent steps ago (kimi undo --help for options)."""
-    from kimi_cli.commands.undo import cli_main
+def _argv(argv: list[str]) -> list[str]:
+    """`kimi -r` / `kimi --resume` with no id (last, or before another option) means: pick one."""
+    out = list(argv)
+    for index in range(len(out) - 1, -1, -1):
+        if out[index] in ("-r", "--resume") and (index == len(out) - 1 or out[index + 1].startswith("-")):
+            out.insert(index + 1, PICK)
+    return out
 
-    raise typer.Exit(cli_main(list(ctx.args)))
+
+def _json_format(argv: list[str]) -> bool:
+    for index, arg in enumerate(argv):
+        if arg.startswith("--output-format="):
+            return arg.split("=", 1)[1] in ("json", "stream-json")
+        if arg == "--output-format" and index + 1 < len(argv):
+            return argv[index + 1] in ("json", "stream-json")
+    return False
 
 
 def run() -> None:
+    sys.argv[1:] = _argv(sys.argv[1:])
+    if {"-h", "--help"}.intersection(sys.argv[1:]):
+        from kimi_cli.cli_tools import light_help
+
+        light_help()
     try:
+        if _json_format(sys.argv[1:]):
+            _run_json()
         app()
     except KeyboardInterrupt:
         sys.exit(4)
+
+
+def _run_json() -> None:
+    """--output-format json: a bad flag is still one JSON `result` object on stdout (and the usual words
+    on stderr), so a script never gets an empty stdout."""
+    import click
+
+    try:
+        code = app(standalone_mode=False)
+    except click.ClickException as exc:
+        from kimi_cli.app import result_object
+        from kimi_cli.jsonsafe import dumps
+
+        exc.show()
+        sys.stdout.write(dumps(result_object("usage_error", 2, message=exc.format_message(), error="usage")) + "\n")
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

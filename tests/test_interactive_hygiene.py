@@ -44,11 +44,11 @@ def test_the_approval_panel_shows_the_hidden_touch_and_offers_no_always(
     child.logfile_read = raw
     child.send("run the tests\r")
     child.expect("run this command")
-    child.expect_exact("[y] yes once  [n] no ›")
+    child.expect_exact("y/n · Enter = no ›")
     shown = plain(raw.getvalue())
     assert "touch M # \\x1b[2K\\x1b[1Gpytest -q tests/test_api.py" in shown
     assert "`always` is not offered" in shown
-    child.send("n\r")
+    child.send("n")  # one key: no Enter needed
     child.expect("why not")
     child.send("\r")
     child.expect("finished")  # the legitimate pytest ran under the rule without a second question

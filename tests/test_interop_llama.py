@@ -76,7 +76,7 @@ def test_a_text_answer_with_usage_from_llama_server(repo: Path, env: dict, llama
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     final = events[-1]
-    assert final["type"] == "finished" and final["text"].strip()
+    assert final["type"] == "result" and final["text"].strip()
     assert final["usage"]["prompt_tokens"] > 0 and final["usage"]["completion_tokens"] > 0
     assert not any(e["type"] == "notice" and "no token usage" in e["message"] for e in events)
 

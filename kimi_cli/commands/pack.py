@@ -66,7 +66,8 @@ def pack_json(pack: Pack) -> dict[str, Any]:
     }
 
 
-def print_stats(pack: Pack, show_all: bool) -> None:
+def print_stats(pack: Pack, show_all: bool, by_rank: bool = False) -> None:
+    """The summary table, then one row per file: by rank for a task (most relevant first), else by path."""
     from rich.console import Console
     from rich.table import Table
 
@@ -85,13 +86,20 @@ def print_stats(pack: Pack, show_all: bool) -> None:
     summary.add_row("whole repository (all text in full)", "", f"{approx}{pack.repo_tokens:,}")
     console.print(summary)
     detail = Table(show_lines=False)
-    for col in ("file", "mode", "tokens", "reason"):
-        detail.add_column(col, justify="right" if col == "tokens" else "left", overflow="fold")
-    for entry in pack.entries:
+    for col in ("rank", "file", "mode", "tokens", "reason") if by_rank else ("file", "mode", "tokens", "reason"):
+        detail.add_column(col, justify="right" if col in ("tokens", "rank") else "left", overflow="fold")
+    entries = pack.entries
+    if by_rank:
+        unranked = len(entries) + 1
+        entries = sorted(entries, key=lambda e: (e.rank if e.rank is not None else unranked, e.path))
+    for entry in entries:
         if entry.mode == "listed" and not show_all:
             continue
         tokens = f"{entry.tokens:,}" if entry.mode in ("full", "outline") else f"{entry.size:,} B"
-        detail.add_row(visible_text(entry.path, one_line=True), entry.mode, tokens, visible_text(entry.reason))
+        cells = [visible_text(entry.path, one_line=True), entry.mode, tokens, visible_text(entry.reason)]
+        if by_rank:
+            cells.insert(0, "" if entry.rank is None else str(entry.rank + 1))
+        detail.add_row(*cells)
     console.print(detail)
     listed = len(pack.by_mode("listed"))
     if listed and not show_all:
@@ -110,41 +118,55 @@ def default_budget(root: Path) -> int:
     return config.context.budget or int((config.context_length or 1_048_576) * config.context.budget_ratio)
 
 
-def cli_main(argv: list[str]) -> int:
-    """`kimi pack`, parsed here with argparse: it starts without Typer and pydantic (~0.2 s saved)."""
+def cli_main(argv: list[str]) -> int | None:
+    """`kimi pack` without Typer (~0.2 s saved): argparse reads the same options kimi_cli/cli_tools.py
+    declares. None: help was asked or the arguments do not parse, and Typer answers (one help style)."""
     import argparse
 
-    parser = argparse.ArgumentParser(
-        prog="kimi pack",
-        description="Pack the repository as the agent sees it: full text by relevance, outlines, then a tree.",
-    )
-    parser.add_argument("path", nargs="?", type=Path, help="repository folder (default: current directory)")
-    parser.add_argument("-t", "--task", default="", help="rank files for this task")
-    parser.add_argument("-b", "--budget", type=int, help="token budget (default: 60%% of the model's context)")
+    parser = argparse.ArgumentParser(prog="kimi pack", add_help=False, exit_on_error=False)
+    parser.add_argument("path", nargs="?", type=Path)
+    parser.add_argument("-t", "--task", default="")
+    parser.add_argument("-b", "--budget", type=int)
     parser.add_argument("-f", "--format", default="stats", choices=("stats", "text", "json"), dest="fmt")
-    parser.add_argument("-o", "--output", type=Path, help="write to this file")
-    parser.add_argument("--all", action="store_true", dest="show_all", help="stats: list every file")
-    args = parser.parse_args(argv)
-    root = (args.path or Path.cwd()).resolve()
+    parser.add_argument("-o", "--output", type=Path)
+    parser.add_argument("--all", action="store_true", dest="show_all")
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except (argparse.ArgumentError, SystemExit):
+        return None
+    if extra:
+        return None
+    return run_from_options(args.path, args.task, args.budget, args.fmt, args.output, args.show_all)
+
+
+def run_from_options(
+    path: Path | None, task: str, budget: int | None, fmt: str, output: Path | None, show_all: bool
+) -> int:
+    if fmt not in ("stats", "text", "json"):
+        sys.stderr.write(f"kimi pack: --format must be stats, text or json, not {fmt!r}\n")
+        return 2
+    root = (path or Path.cwd()).resolve()
     if not root.is_dir():
-        parser.exit(2, f"kimi pack: {root} is not a directory\n")
+        sys.stderr.write(f"kimi pack: {root} is not a directory\n")
+        return 2
     from kimi_cli.errors import KimiError
 
     try:
-        budget = args.budget or default_budget(root)
+        budget = budget or default_budget(root)
     except KimiError as exc:
         sys.stderr.write(f"kimi: {exc}\n")
         return int(exc.exit_code)
     if budget < 1000:
-        parser.exit(2, "kimi pack: --budget must be at least 1000 tokens\n")
-    return run_pack(root, args.task, budget, args.fmt, args.output, args.show_all)
+        sys.stderr.write("kimi pack: --budget must be at least 1000 tokens\n")
+        return 2
+    return run_pack(root, task, budget, fmt, output, show_all)
 
 
 def run_pack(root: Path, task: str, budget: int, fmt: str, output: Path | None, show_all: bool) -> int:
     with DelayedProgress() as progress:
         pack = RepoPacker(root, progress=progress.update).pack(task, budget)
     if fmt == "stats":
-        print_stats(pack, show_all)
+        print_stats(pack, show_all, by_rank=bool(task))
         return 0
     from kimi_cli.jsonsafe import dumps
 

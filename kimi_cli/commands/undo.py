@@ -1,4 +1,5 @@
-"""`kimi undo [N] [--list]`: put the files back as they were before the last prompt (or undo point N)."""
+"""`kimi undo [N] [--list]`: put files back as they were before your last prompt, and cut the conversation
+there (or go back to before undo point N; --list shows the points)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,19 @@ def _describe(changes: list[FileChange]) -> str:
     return "\n".join(f"  {VERBS.get(c.status, c.status)} {c.path}" for c in changes) or "  (no file changes)"
 
 
+def _open(workdir: Path, session_id: str | None) -> Session:
+    if session_id:
+        return Session.open(workdir, session_id)
+    from kimi_cli.session.store import list_sessions
+
+    if not list_sessions(workdir):
+        raise KimiError("nothing to undo: no session in this workspace yet", ExitCode.USAGE)
+    return Session.latest(workdir)
+
+
 def list_points(workdir: Path, session_id: str | None) -> int:
     try:
-        session = Session.open(workdir, session_id) if session_id else Session.latest(workdir)
+        session = _open(workdir, session_id)
     except KimiError as exc:
         _err(f"kimi: {exc}")
         return int(exc.exit_code)
@@ -59,7 +70,7 @@ def target_text(plan_target_kind: str, label: str) -> str:
 
 def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool) -> int:
     try:
-        session = Session.open(workdir, session_id) if session_id else Session.latest(workdir)
+        session = _open(workdir, session_id)
     except KimiError as exc:
         _err(f"kimi: {exc}")
         return int(exc.exit_code)
@@ -86,31 +97,35 @@ def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool
     for path, reason in shadow.last_not_restored:
         _say(f"  not restored: {path} ({reason})")
     _say(f"restored {len(changes) - len(shadow.last_not_restored)} file(s); the conversation now ends {where}.")
-    _say("continue with: kimi --continue")
+    _say(f"resume the conversation with: kimi --resume {session.id}")
     return 0
 
 
-def cli_main(argv: list[str]) -> int:
-    """`kimi undo`, parsed with argparse so it starts without Typer and pydantic."""
+def cli_main(argv: list[str]) -> int | None:
+    """`kimi undo` without Typer and pydantic: argparse reads the options kimi_cli/cli_tools.py declares.
+    None: help was asked or the arguments do not parse, and Typer answers (one help style)."""
     import argparse
 
-    parser = argparse.ArgumentParser(
-        prog="kimi undo",
-        description=(
-            "Put the files back as they were before your last prompt, and cut the conversation there. "
-            "With N, go back to before undo point N (counted from the newest; --list shows them)."
-        ),
-    )
-    parser.add_argument("count", nargs="?", type=int, default=None, metavar="N", help="undo point, from the newest")
-    parser.add_argument("-l", "--list", action="store_true", help="list the undo points and the files each changed")
-    parser.add_argument("--session", help="session id (default: the latest in this workspace)")
-    parser.add_argument("-y", "--yes", action="store_true", help="overwrite files you edited since the agent")
-    parser.add_argument("-w", "--workdir", type=Path, help="workspace folder")
-    args = parser.parse_args(argv)
-    workdir = (args.workdir or Path.cwd()).resolve()
-    if args.list:
-        return list_points(workdir, args.session)
-    return run_undo(workdir, args.count, args.session, args.yes)
+    parser = argparse.ArgumentParser(prog="kimi undo", add_help=False, exit_on_error=False)
+    parser.add_argument("count", nargs="?", type=int, default=None)
+    parser.add_argument("-l", "--list", action="store_true")
+    parser.add_argument("--session")
+    parser.add_argument("-y", "--yes", action="store_true")
+    parser.add_argument("-w", "--workdir", type=Path)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except (argparse.ArgumentError, SystemExit):
+        return None
+    if extra:
+        return None
+    return run_from_options(args.count, args.list, args.session, args.yes, args.workdir)
+
+
+def run_from_options(count: int | None, list_: bool, session_id: str | None, yes: bool, workdir: Path | None) -> int:
+    root = (workdir or Path.cwd()).resolve()
+    if list_:
+        return list_points(root, session_id)
+    return run_undo(root, count, session_id, yes)
 
 
 def _confirm(question: str) -> bool:

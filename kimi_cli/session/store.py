@@ -1,7 +1,13 @@
-"""SessionStore: one folder per session with meta.json and an append-only context.jsonl."""
+"""SessionStore: one folder per session with meta.json and an append-only context.jsonl.
+
+meta.json carries what `kimi sessions` and a resumed session show without reading the log: the whole
+session's step count and token usage (every run of it, subagents included), its status, and the pid of
+the process running it (a `running` session whose process is gone is listed as `interrupted`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -24,6 +30,9 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+
+
 @dataclass
 class SessionInfo:
     id: str
@@ -32,6 +41,8 @@ class SessionInfo:
     updated: float
     status: str
     steps: int
+    tokens: int = 0  # input + output over the whole session
+    prompts: int = 0  # prompts the user sent (0: opened and left)
 
 
 class Session:
@@ -41,6 +52,7 @@ class Session:
         self.path = path
         self.meta = meta
         self._log = open_private(path / LOG_NAME, "a")  # 0600: it holds the user's code and prompts
+        self._running_here = False  # this process marked it running (create, mark_running)
 
     @property
     def id(self) -> str:
@@ -61,29 +73,44 @@ class Session:
             "updated": time.time(),
             "status": "running",
             "steps": 0,
+            "prompts": 0,
+            "usage": dict.fromkeys(USAGE_KEYS, 0),
+            "pid": os.getpid(),
         }
         session = cls(path, meta)
+        session._running_here = True
         session.save_meta()
         return session
 
+    def mark_running(self) -> None:
+        """This process runs the session now (a resume): listed as running until close()."""
+        self.meta["status"], self.meta["pid"] = "running", os.getpid()
+        self._running_here = True
+        self.save_meta()
+
     @classmethod
     def open(cls, workspace: Path, session_id: str) -> Session:
+        """The session with this id, or with the only id starting with it (`kimi -r 2026112`)."""
+        session_id = resolve_id(workspace, session_id)
         path = sessions_dir(workspace) / session_id
-        if not (path / META_NAME).is_file():
-            raise ConfigError(f"no session {session_id!r} for this workspace; `kimi sessions` lists them")
         meta = json.loads((path / META_NAME).read_text())
+        if not isinstance(meta.get("usage"), dict):  # a session from before usage was kept in meta
+            meta["usage"] = usage_from_records(read_records(path / LOG_NAME))
         return cls(path, meta)
 
     @classmethod
     def latest(cls, workspace: Path) -> Session:
         infos = list_sessions(workspace)
         if not infos:
-            raise ConfigError("no earlier session in this workspace to continue; start one with `kimi -p TASK`")
+            raise ConfigError("no earlier session in this workspace; start one with `kimi` or `kimi -p TASK`")
         return cls.open(workspace, infos[0].id)
 
     def append(self, record: dict[str, Any]) -> None:
         self._log.write(dumps(record) + "\n")  # any string, lone surrogates included, is logged exactly
         self._log.flush()
+        _count_usage(self.meta, record)
+        if record.get("kind") == "turn":
+            self.meta["prompts"] = int(self.meta.get("prompts", 0)) + 1
 
     def append_message(self, message: Message) -> None:
         self.append({"kind": "message", "message": message})
@@ -98,9 +125,19 @@ class Session:
             self.append_message(message)
 
     def end_step(self, steps: int) -> None:
+        """One more step of the session (`steps` is the run's own count; meta keeps the session's)."""
         os.fsync(self._log.fileno())
-        self.meta["steps"] = steps
+        self.meta["steps"] = int(self.meta.get("steps", 0)) + 1
         self.save_meta()
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Tokens over the whole session: input, cached input, output, and the last request's size."""
+        return dict(self.meta.get("usage") or {})
+
+    @property
+    def prompts(self) -> int:
+        return int(self.meta.get("prompts", 0))
 
     def save_meta(self) -> None:
         self.meta["updated"] = time.time()
@@ -133,8 +170,62 @@ class Session:
                 self.append_message(message)
         return repaired
 
-    def close(self) -> None:
+    def close(self, status: str | None = None) -> None:
+        """Close the log; `status` (idle, done, ...) replaces `running` in meta, so the listing is right."""
+        if self._log.closed:
+            return
+        if status is not None or (self._running_here and self.meta.get("status") == "running"):
+            self.meta["status"] = status or "idle"
+            self.meta.pop("pid", None)
+            with contextlib.suppress(OSError):
+                self.save_meta()
         self._log.close()
+
+    def discard_if_empty(self) -> bool:
+        """An interactive session opened and left without a prompt: its folder is removed (it holds only the
+        system message). True when removed."""
+        if self.prompts or any(r.get("kind") in ("turn", "checkpoint") for r in self.records()):
+            return False
+        import shutil
+
+        self._log.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+        return True
+
+
+def _count_usage(meta: dict[str, Any], record: dict[str, Any]) -> None:
+    """Add a usage event's tokens (the session's own steps and its subagents') to meta["usage"]."""
+    event = record.get("event")
+    if not isinstance(event, dict) or event.get("type") != "usage" or not isinstance(event.get("usage"), dict):
+        return
+    usage = meta.setdefault("usage", dict.fromkeys(USAGE_KEYS, 0))
+    step = event["usage"]
+    for key in USAGE_KEYS:
+        usage[key] = int(usage.get(key, 0)) + int(step.get(key, 0) or 0)
+    if record.get("kind") == "event":  # the session's own request: how full the window was
+        usage["last_context"] = int(step.get("prompt_tokens", 0) or 0) + int(step.get("completion_tokens", 0) or 0)
+
+
+def usage_from_records(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Usage summed from a log (sessions written before meta kept it)."""
+    meta: dict[str, Any] = {"usage": dict.fromkeys(USAGE_KEYS, 0)}
+    for record in records:
+        _count_usage(meta, record)
+    return dict(meta["usage"])
+
+
+def resolve_id(workspace: Path, wanted: str) -> str:
+    """A full session id, from itself or from a prefix only one session here starts with."""
+    base = sessions_dir(workspace)
+    if wanted and "/" not in wanted and (base / wanted / META_NAME).is_file():
+        return wanted
+    matches = [i.id for i in list_sessions(workspace) if wanted and i.id.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ConfigError(f"no session {wanted!r} for this workspace; `kimi sessions` lists them")
+    shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+    raise ConfigError(f"{len(matches)} sessions start with {wanted!r} ({shown}); give more of the id")
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -156,8 +247,21 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def list_sessions(workspace: Path) -> list[SessionInfo]:
-    """This workspace's sessions, newest first."""
+    """This workspace's sessions, newest first. A `running` session whose process is gone (killed, crashed)
+    is `interrupted`; one that never got a prompt is not listed."""
     base = sessions_dir(workspace)
     infos: list[SessionInfo] = []
     if not base.is_dir():
@@ -167,14 +271,26 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
             meta = json.loads((child / META_NAME).read_text())
         except (OSError, ValueError):
             continue
+        if not isinstance(meta, dict):
+            continue
+        status = str(meta.get("status", "?"))
+        if status == "running" and not _alive(meta.get("pid")):
+            status = "interrupted"
+        raw_usage = meta.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+        prompts = int(meta.get("prompts", 1 if meta.get("title") not in ("", "interactive") else 0))
+        if not prompts and status != "running" and not int(meta.get("steps", 0)):
+            continue  # opened and left without a prompt
         infos.append(
             SessionInfo(
                 id=str(meta.get("id", child.name)),
                 path=child,
                 title=str(meta.get("title", "")),
                 updated=float(meta.get("updated", 0)),
-                status=str(meta.get("status", "?")),
+                status=status,
                 steps=int(meta.get("steps", 0)),
+                tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+                prompts=prompts,
             )
         )
     infos.sort(key=lambda i: (i.updated, i.id), reverse=True)

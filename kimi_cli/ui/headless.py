@@ -1,4 +1,11 @@
-"""Headless renderers: final text on stdout with progress on stderr, one JSON object, or JSON lines."""
+"""Headless renderers: final text on stdout with progress on stderr, one JSON object, or JSON lines.
+
+The contract (README "Headless output", schema in kimi_cli/ui/headless.schema.json):
+- `json` prints exactly one JSON object on stdout, whatever happens: the `result` (errors included).
+- `stream-json` prints one event per line: `init` first (once the session exists), the loop's events,
+  and the same `result` object as `json` last. An error before the session exists is a lone `result`.
+- Retries are told on stderr in every format, one line each, so a wrong port is never silence.
+"""
 
 from __future__ import annotations
 
@@ -38,19 +45,46 @@ class HeadlessRenderer:
         self.fmt = fmt
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        self.extra: dict[str, Any] = {}
+        self.finished: Finished | None = None
+        self.printed_result = False
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, Finished) and event.message:
-            self.err.write(f"kimi: {event.reason}: {_clean(event.message)}\n")
-        if self.fmt == "stream-json":
-            self.out.write(dumps(event.to_dict()) + "\n")  # data: exact, and inert on a terminal
-            self.out.flush()
-            return
         if isinstance(event, Finished):
-            self._finish(event)
+            self.finished = event  # the result object is written by result(), with cost and timing
+            if event.message:
+                self.err.write(f"kimi: {event.reason}: {_clean(event.message)}\n")
+            return
+        if isinstance(event, RetryNotice):  # every format: a retry is never silent
+            self._stderr(f"kimi: retry {event.attempt} in {event.wait_s:.1f} s: {event.error}")
+        if self.fmt == "stream-json":
+            self._line(event.to_dict())
         elif self.fmt == "text":
             self._progress(event)
+
+    def init(self, info: dict[str, Any]) -> None:
+        """stream-json's first line: the session, model, tools and pack, before any step."""
+        if self.fmt == "stream-json":
+            self._line({"type": "init", **info})
+
+    def result(self, result: dict[str, Any]) -> None:
+        """The run's end: one JSON object (json, stream-json), or the answer's text (text)."""
+        if self.printed_result:
+            return
+        self.printed_result = True
+        if self.fmt in ("json", "stream-json"):
+            self._line(result)
+        elif result.get("text"):
+            self.out.write(visible(str(result["text"])).rstrip("\n") + "\n")
+        self.out.flush()
+        self.err.flush()
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        self.out.write(dumps(obj) + "\n")  # data: exact, and inert on a terminal
+        self.out.flush()
+
+    def _stderr(self, line: str) -> None:
+        self.err.write(_clean(line) + "\n")
+        self.err.flush()
 
     def _progress(self, event: Event) -> None:
         line = None
@@ -60,22 +94,9 @@ class HeadlessRenderer:
             line = f"  → {event.name} {_one_line(event.arguments, 100)}"
         elif isinstance(event, ToolOutput) and event.is_error:
             line = f"  ✗ {_one_line(event.output)}"
-        elif isinstance(event, RetryNotice):
-            line = f"  ↻ retry {event.attempt} in {event.wait_s:.1f}s: {event.error}"
         elif isinstance(event, ErrorNotice):
             line = f"error: {event.message}"
         elif isinstance(event, Notice):
             line = f"note: {event.message}"
         if line:
-            self.err.write(_clean(line) + "\n")
-            self.err.flush()
-
-    def _finish(self, event: Finished) -> None:
-        if self.fmt == "json":
-            body = {k: v for k, v in event.to_dict().items() if k != "type"}
-            self.out.write(dumps({"type": "result", **body, **self.extra}) + "\n")
-        else:
-            if event.text:
-                self.out.write(visible(event.text).rstrip("\n") + "\n")
-        self.out.flush()
-        self.err.flush()
+            self._stderr(line)

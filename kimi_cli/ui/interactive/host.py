@@ -10,7 +10,8 @@ from kimi_cli.agent.loop import Agent
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.ui.interactive.approvals import ApprovalRules
-from kimi_cli.ui.interactive.render import SessionStatus, TerminalRenderer
+from kimi_cli.ui.interactive.render import TerminalRenderer
+from kimi_cli.ui.interactive.status import SessionStatus
 
 
 class SessionHost(Protocol):
@@ -31,3 +32,4 @@ class SessionHost(Protocol):
     def set_effort(self, effort: str) -> None: ...
     def print_recap(self) -> None: ...
     async def ask_line(self, question: str) -> str: ...
+    async def show_last(self) -> None: ...

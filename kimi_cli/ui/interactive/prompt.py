@@ -1,34 +1,42 @@
-"""The input line: Enter sends, Esc+Enter (or Alt+Enter) adds a newline; history; completion of /commands and @paths."""
+"""Completion on the input line: `/` opens the command menu (with descriptions) as you type; `@` completes
+paths git knows. Enter sends, Esc+Enter or Alt+Enter adds a newline (see input.py for the keys)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any
 
-from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
-from prompt_toolkit.history import FileHistory, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings
+
+from kimi_cli.ui.interactive.registry import CommandRegistry
+from kimi_cli.ui.sanitize import visible
+
+MAX_PATHS = 50
 
 
 class KimiCompleter(Completer):
-    """`/` completes slash commands at the start; `@` completes paths git knows."""
+    """`/` at the start completes slash commands (the registry: built-ins and user commands alike)."""
 
-    def __init__(self, commands: list[str], paths: Callable[[], list[str]]) -> None:
-        self.commands = commands
+    def __init__(self, registry: CommandRegistry, paths: Callable[[], list[str]]) -> None:
+        self.registry = registry
         self.paths = paths
         self._cache: list[str] | None = None
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
-            for name in self.commands:
-                if name.startswith(text[1:]):
-                    yield Completion("/" + name, start_position=-len(text))
+            for command in self.registry.matching(text[1:]):
+                meta = command.description
+                if command.source != "built-in":
+                    meta += f" ({command.source})"
+                yield Completion(
+                    "/" + command.name,
+                    start_position=-len(text),
+                    display="/" + command.name,
+                    display_meta=visible(meta, one_line=True),
+                )
             return
-        word = text.split()[-1] if text.split() and not text.endswith(" ") else ""
+        word = text.split()[-1] if text.split() and not text.endswith((" ", "\n")) else ""
         if word.startswith("@"):
             if self._cache is None:
                 self._cache = self.paths()
@@ -36,41 +44,7 @@ class KimiCompleter(Completer):
             shown = 0
             for path in self._cache:
                 if needle in path:
-                    yield Completion("@" + path, start_position=-len(word))
+                    yield Completion("@" + path, start_position=-len(word), display=visible("@" + path, one_line=True))
                     shown += 1
-                    if shown >= 50:
+                    if shown >= MAX_PATHS:
                         return
-
-
-def key_bindings() -> KeyBindings:
-    kb = KeyBindings()
-
-    @kb.add("enter")
-    def _submit(event: Any) -> None:
-        event.current_buffer.validate_and_handle()
-
-    @kb.add("escape", "enter")
-    def _newline(event: Any) -> None:
-        event.current_buffer.insert_text("\n")
-
-    return kb
-
-
-def make_prompt_session(history: Path | None, completer: Completer, toolbar: Callable[[], str]) -> PromptSession[str]:
-    if history is not None:
-        try:
-            history.parent.mkdir(parents=True, exist_ok=True)
-            hist: Any = FileHistory(str(history))
-        except OSError:
-            hist = InMemoryHistory()
-    else:
-        hist = InMemoryHistory()
-    return PromptSession(
-        history=hist,
-        completer=completer,
-        complete_while_typing=False,
-        key_bindings=key_bindings(),
-        multiline=True,
-        bottom_toolbar=toolbar,
-        prompt_continuation="… ",
-    )

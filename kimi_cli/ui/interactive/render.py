@@ -1,15 +1,14 @@
-"""Render agent events in the terminal: streamed markdown, dim reasoning, tool panels, a spinner, the status."""
+"""Render agent events in the terminal: streamed markdown, reasoning on its own lines, tool calls with human
+titles, folded result panels. The spinner, elapsed time, tokens and cost live in the status line
+(status.py), so nothing printed here is ever redrawn.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markdown import Markdown
-from rich.panel import Panel
-from rich.syntax import Syntax
 from rich.text import Text
 
 from kimi_cli.agent.events import (
@@ -27,94 +26,39 @@ from kimi_cli.agent.events import (
     UsageUpdate,
 )
 from kimi_cli.ui.interactive.markdown_stream import MarkdownStream
+from kimi_cli.ui.interactive.panels import full_output, render_result
+from kimi_cli.ui.interactive.status import SessionStatus
+from kimi_cli.ui.interactive.titles import tool_title
 from kimi_cli.ui.sanitize import visible, visible_text
 
-TODO_MARKS = {"pending": "☐", "in_progress": "◐", "done": "☑"}
+__all__ = ["LastResult", "SessionStatus", "TerminalRenderer"]
 
 
 @dataclass
-class Pricing:
-    """Dollars per million tokens."""
+class LastResult:
+    """The last tool call's whole output, for `/last` and Ctrl-O."""
 
-    input: float = 0.0
-    cached_input: float = 0.0
-    output: float = 0.0
-
-
-@dataclass
-class SessionStatus:
-    """What the status line shows: model, context fill, cache share, cost, sandbox."""
-
-    model: str
-    provider: str
-    window: int
-    sandbox: str
-    pricing: Pricing = field(default_factory=Pricing)
-    context_tokens: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    completion_tokens: int = 0
-    running_tasks: Callable[[], int] = lambda: 0  # background commands still running
-    effort: str = ""  # "effort high", or "" for a model that takes no reasoning control
-
-    def add(self, usage: dict[str, int]) -> None:
-        self.context_tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-        self.prompt_tokens += usage.get("prompt_tokens", 0)
-        self.cached_tokens += usage.get("cached_tokens", 0)
-        self.completion_tokens += usage.get("completion_tokens", 0)
-
-    @property
-    def cost(self) -> float:
-        fresh = self.prompt_tokens - self.cached_tokens
-        p = self.pricing
-        return (fresh * p.input + self.cached_tokens * p.cached_input + self.completion_tokens * p.output) / 1e6
-
-    def line(self) -> str:
-        pct = 100 * self.context_tokens / self.window if self.window else 0
-        cached = 100 * self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0
-        cost = f"${self.cost:.3f}" if any(vars(self.pricing).values()) else "cost n/a"
-        tasks = self.running_tasks()
-        running = f" · {tasks} task{'s' if tasks != 1 else ''} running" if tasks else ""
-        model = f"{self.model} ({self.effort})" if self.effort else self.model
-        return (
-            f"{model} · {self.provider} · ctx {self.context_tokens:,}/{self.window:,} ({pct:.1f}%) · "
-            f"cached {cached:.0f}% · {cost} · sandbox {self.sandbox}{running}"
-        )
+    title: str
+    output: str
+    is_error: bool
 
 
 class TerminalRenderer:
-    """Consumes agent events. Output is printed once and never redrawn, except the spinner line."""
+    """Consumes agent events. Output is printed once, above the input line, and never redrawn."""
 
     def __init__(self, console: Console, status: SessionStatus) -> None:
         self.console = console
         self.status = status
         self.show_reasoning = False
         self._md = MarkdownStream(self._print_block)
-        self._spinner: Any = None
-        self._task: Any = None
+        self._reasoning = ""  # reasoning not yet printed (shown line by line when /reasoning is on)
         self._reasoning_chars = 0
-        self._tool_names: dict[str, str] = {}
-
-    # --- spinner --------------------------------------------------------------------------------------
-
-    def spin(self, label: str) -> None:
-        """A spinner with the elapsed time while the model or a tool works; transient, so nothing is left."""
-        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        self.stop_spinner()
-        self._spinner = Progress(SpinnerColumn("dots"), TextColumn("{task.description}", style="dim", markup=False),
-                                 TimeElapsedColumn(), console=self.console, transient=True)  # fmt: skip
-        self._task = self._spinner.add_task(label)
-        self._spinner.start()
-
-    def spin_label(self, label: str) -> None:
-        if self._spinner is not None:
-            self._spinner.update(self._task, description=label)
-
-    def stop_spinner(self) -> None:
-        if self._spinner is not None:
-            self._spinner.stop()
-            self._spinner = None
+        self._reasoning_open = False
+        self._titles: dict[str, str] = {}
+        self._open: set[str] = set()  # calls announced and not answered yet
+        self._last_header = ""
+        self._blocks = 0  # markdown blocks printed since the last tool call (a blank line between them)
+        self.last: LastResult | None = None
 
     # --- events ---------------------------------------------------------------------------------------
 
@@ -125,78 +69,83 @@ class TerminalRenderer:
 
     def _on_step_begin(self, event: StepBegin) -> None:
         self._reasoning_chars = 0
-        self.spin("thinking")
+        self.status.phase = "thinking"
 
     def _on_reasoning_delta(self, event: ReasoningDelta) -> None:
         self._reasoning_chars += len(event.text)
-        if self.show_reasoning:
-            self.stop_spinner()
-            self.console.print(visible_text(event.text, "dim italic"), end="")
-        else:
-            self.spin_label(f"thinking ({self._reasoning_chars:,} chars of reasoning; /reasoning shows it)")
+        if not self.show_reasoning:
+            self.status.phase = f"thinking ({_count(self._reasoning_chars)} chars)"
+            return
+        self._reasoning += event.text
+        if "\n" in self._reasoning:
+            done, _, self._reasoning = self._reasoning.rpartition("\n")
+            self._print_reasoning(done)
+
+    def _print_reasoning(self, text: str) -> None:
+        if not text.strip() and not self._reasoning_open:
+            return
+        self._reasoning_open = True
+        self.console.print(visible_text(text, "dim italic"))
+
+    def _end_reasoning(self) -> None:
+        """Whatever reasoning is left, on its own line: the answer always starts on a fresh line."""
+        if self._reasoning.strip():
+            self._print_reasoning(self._reasoning)
+        self._reasoning = ""
+        if self._reasoning_open:
+            self._reasoning_open = False
+            self.console.print()
 
     def _on_text_delta(self, event: TextDelta) -> None:
-        self.stop_spinner()
+        self._end_reasoning()
+        self.status.phase = "answering"
         self._md.feed(event.text)
 
     def _print_block(self, block: str) -> None:
         # Escapes written out before Markdown sees them; links shown with their address, not hidden behind text.
+        if self._blocks:
+            self.console.print()  # paragraphs of one answer keep their blank line
+        self._blocks += 1
         self.console.print(Markdown(visible(block), hyperlinks=False))
 
     def _on_tool_call(self, event: ToolCall) -> None:
+        self._end_reasoning()
         self._md.close()
-        self._tool_names[event.id] = event.name
-        name = visible(event.name, one_line=True)
-        summary = visible(_args_summary(event.name, event.arguments), one_line=True)
-        self.console.print(Text.assemble(("⏺ ", "cyan"), (name, "bold cyan"), (" " + summary, "")))
-        self.spin(f"running {name}")
+        self._blocks = 0
+        title = tool_title(event.name, event.arguments)
+        self._titles[event.id] = title
+        if not self._open:  # calls running beside it show their header with their result
+            self._header(event.id, title)
+        self._open.add(event.id)
+        self.status.phase = f"running {visible(event.name, one_line=True)}"
+
+    def _header(self, call_id: str, title: str, style: str = "bold cyan") -> None:
+        line = Text("⏺ ", style="cyan")
+        line.append_text(visible_text(title, style, one_line=True))
+        line.truncate(max(self.console.width, 20), overflow="ellipsis")
+        self.console.print(line, no_wrap=True, overflow="ellipsis", crop=True)
+        self._last_header = call_id
 
     def _on_tool_result(self, event: ToolOutput) -> None:
-        self.stop_spinner()
-        display = event.display or {}
-        kind = display.get("kind")
-        if kind == "diff" and display.get("diff"):
-            body = Syntax(visible(display["diff"]), "diff", theme="ansi_dark", word_wrap=True)
-            title = visible_text(str(display.get("path", "")), one_line=True)
-            self.console.print(Panel(body, title=title, border_style="green", expand=False))
-        elif kind == "todos":
-            lines = [f"{TODO_MARKS.get(t['status'], '☐')} {t['title']}" for t in display.get("todos", [])]
-            plan = visible_text("\n".join(lines) or "(empty)")
-            self.console.print(Panel(plan, title="plan", border_style="blue", expand=False))
-        elif kind == "fetch":
-            info = f"HTTP {display.get('status')} · {display.get('type')} · {display.get('size', 0):,} bytes"
-            url = visible_text(str(display.get("url", "")), one_line=True)
-            self.console.print(Panel(visible_text(info, "dim"), title=url, border_style="blue", expand=False))
-        elif kind == "shell":
-            code = "timed out" if display.get("timed_out") else f"exit {display.get('exit_code')}"
-            tail = "\n".join(event.output.splitlines()[1:][-8:])
-            style = "red" if event.is_error else "green"
-            self.console.print(
-                Panel(
-                    visible_text(tail or "(no output)", "dim", drop_colors=True),
-                    title=visible_text(f"$ {display.get('command', '')}", exact_bytes=True, one_line=True),
-                    subtitle=code,
-                    border_style=style,
-                    expand=False,
-                )
-            )
-        else:
-            first = event.output.splitlines()[0] if event.output else "(no output)"
-            style = "red" if event.is_error else "dim"
-            self.console.print(visible_text(f"  ⎿ {first[:200]}", style, drop_colors=True))
+        title = self._titles.pop(event.id, event.name)
+        self._open.discard(event.id)
+        if event.id != self._last_header:  # parallel calls: say which call this result answers
+            self._header(event.id, title)
+        self.console.print(render_result(event, self.console.width))
+        self.last = LastResult(title, full_output(event), event.is_error)
+        self.status.phase = "thinking"
 
     def _on_usage(self, event: UsageUpdate) -> None:
         self.status.add(event.usage)
 
     def _on_step_end(self, event: StepEnd) -> None:
-        self.stop_spinner()
+        self._end_reasoning()
         self._md.close()
 
     def _on_retry(self, event: RetryNotice) -> None:
         self.console.print(visible_text(f"↻ retry {event.attempt} in {event.wait_s:.1f}s: {event.error}", "yellow"))
 
     def _on_error(self, event: ErrorNotice) -> None:
-        self.stop_spinner()
         self.console.print(visible_text(f"✗ {event.message}", "red"))
 
     def _on_notice(self, event: Notice) -> None:
@@ -212,20 +161,12 @@ class TerminalRenderer:
         )
 
     def finish_turn(self) -> None:
-        self.stop_spinner()
+        self._end_reasoning()
         self._md.close()
+        self._titles.clear()
+        self._open.clear()
+        self._blocks = 0
 
 
-def _args_summary(name: str, arguments: str) -> str:
-    import json
-
-    try:
-        args = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return arguments[:100]
-    if not isinstance(args, dict):
-        return ""
-    for key in ("command", "path", "pattern"):
-        if key in args:
-            return str(args[key])[:160]
-    return ", ".join(f"{k}={str(v)[:40]}" for k, v in args.items())[:160]
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10_000 else f"{n / 1000:.0f}k"

@@ -1,4 +1,10 @@
-"""InteractiveApp: the prompt loop. Turns run as tasks, so Ctrl-C cancels the turn and not the session."""
+"""InteractiveApp: the session. One input line stays alive (input.py) while turns run beside it as tasks.
+
+Esc or Ctrl-C cancels the running turn (or command) whatever it is doing: streaming, thinking, running a
+command or waiting at an approval. Lines typed meanwhile are queued and sent when the turn ends (Esc sends
+them at once; after Ctrl-C they come back to the input line instead). Everything printed goes above the
+input line and stays in the scrollback.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,12 @@ import asyncio
 import contextlib
 import signal
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prompt_toolkit import PromptSession
 from rich.console import Console
-from rich.panel import Panel
 from rich.text import Text
 
 from kimi_cli.agent.guard import LoopGuard
@@ -21,13 +26,18 @@ from kimi_cli.images import build_user_message
 from kimi_cli.paths import kimi_home
 from kimi_cli.runtime import Runtime, SessionChoice
 from kimi_cli.signals import CancelOnSignal
+from kimi_cli.ui.interactive.approval_view import approval_view
 from kimi_cli.ui.interactive.approvals import ApprovalRules, InteractiveApprover
-from kimi_cli.ui.interactive.commands import EXIT, HELP, SlashCommands
-from kimi_cli.ui.interactive.prompt import KimiCompleter, make_prompt_session
-from kimi_cli.ui.interactive.render import Pricing, SessionStatus, TerminalRenderer
-from kimi_cli.ui.sanitize import is_clean, visible, visible_text
+from kimi_cli.ui.interactive.commands import SlashCommands
+from kimi_cli.ui.interactive.input import InputLine, Question
+from kimi_cli.ui.interactive.prompt import KimiCompleter
+from kimi_cli.ui.interactive.recap import recap, resume_hint
+from kimi_cli.ui.interactive.registry import EXIT
+from kimi_cli.ui.interactive.render import TerminalRenderer
+from kimi_cli.ui.interactive.status import SessionStatus, elapsed, money, short_tokens
+from kimi_cli.ui.sanitize import visible, visible_text
 
-PROMPT = "❯ "
+ANSWERS = {"yes": "yes, once", "always": "always", "save": "always (saved)", "no": "no"}
 
 
 class InteractiveApp:
@@ -37,29 +47,30 @@ class InteractiveApp:
         self.console = Console(highlight=False, markup=False, emoji=False)  # untrusted text is never markup
         cfg = runtime.config
         self.status = SessionStatus(
-            runtime.endpoint.model,
-            runtime.endpoint.provider,
-            runtime.context_length,
-            runtime.sandbox.name,
-            self.pricing(),
-        )
+            runtime.endpoint.model, runtime.endpoint.provider, runtime.context_length, runtime.sandbox.name,
+            self.rates(),
+        )  # fmt: skip
+        self.status.carry(runtime.session.usage)  # a resumed session's cost goes on from where it was
         self.renderer = TerminalRenderer(self.console, self.status)
         self.rules = ApprovalRules(list(cfg.approval.allow), list(cfg.approval.deny))
         self.approver = InteractiveApprover(
-            cfg.approval.policy,
-            self.rules,
-            self.ask_approval,
-            cfg.sandbox.allow_network,
-            cfg.yolo,
+            cfg.approval.policy, self.rules, self.ask_approval, cfg.sandbox.allow_network, cfg.yolo,
             runtime.workdir / ".kimi" / "config.toml",
-        )
+        )  # fmt: skip
         self.agent, self.provider = runtime.make_agent(self.renderer, self.approver)
         self.status.effort = self.effort_label()
         self.status.running_tasks = lambda: len(runtime.tasks.running()) if runtime.tasks else 0
+        if not resumed:
+            self.status.pack_tokens = self.first_request_tokens()
         self.pending_images: list[str] = []
         self.commands = SlashCommands(self)
-        completer = KimiCompleter(list(HELP), self._paths)
-        self.prompt: PromptSession[str] = make_prompt_session(kimi_home() / "history", completer, self.status.line)
+        completer = KimiCompleter(self.commands.registry, self._paths)
+        self.input = InputLine(self.status, completer, kimi_home() / "history", self.submitted, self.interrupt,
+                               self.request_exit, self.expand_last)  # fmt: skip
+        self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.current: asyncio.Task[Any] | None = None  # the turn or command running now
+        self.interrupted_by = ""
+        self._pager: asyncio.Future[None] | None = None
 
     def _paths(self) -> list[str]:
         from kimi_cli.context.enumerate import list_paths
@@ -69,8 +80,13 @@ class InteractiveApp:
     # --- session management ---------------------------------------------------------------------------
 
     def switch(self, choice: SessionChoice) -> None:
+        old = self.runtime.session
         self.runtime.switch_session(choice)
+        with contextlib.suppress(OSError):
+            old.discard_if_empty()
         self.agent, self.provider = self.runtime.make_agent(self.renderer, self.approver)
+        self.status.carry(self.runtime.session.usage)
+        self.status.pack_tokens = 0 if choice.resume_id else self.first_request_tokens()
 
     def reload_history(self) -> None:
         self.agent.messages[:] = self.runtime.session.messages()
@@ -80,15 +96,14 @@ class InteractiveApp:
         self.runtime.model_info = self.runtime.info(model)
         self.provider.set_model(self.runtime.endpoint, self.runtime.model_info)
         self.status.model = model
-        self.status.pricing = self.pricing()
+        self.status.rates = self.rates()
         self.status.effort = self.effort_label()
 
-    def pricing(self) -> Pricing:
+    def rates(self) -> Any:
         """The model table's rates for the model in use ([pricing] in the config overrides them)."""
         from kimi_cli.llm.costs import rates_for
 
-        rates = rates_for(self.runtime.info(), self.runtime.config.pricing)
-        return Pricing(rates.input, rates.cached_input, rates.output)
+        return rates_for(self.runtime.info(), self.runtime.config.pricing)
 
     def effort_label(self) -> str:
         """`effort high` for the status line; empty for a model that takes no reasoning control."""
@@ -102,49 +117,22 @@ class InteractiveApp:
         self.provider.effort = effort
         self.status.effort = self.effort_label()
 
-    def print_recap(self) -> None:
-        msgs = [m for m in self.agent.messages if m.get("role") in ("user", "assistant") and m.get("content")]
-        self.console.print(
-            Text(f"resumed session {self.runtime.session.id} ({len(self.agent.messages)} messages)", style="bold")
-        )
-        for msg in msgs[-4:]:
-            content = msg["content"] if isinstance(msg["content"], str) else "[message with images]"
-            who = "you" if msg["role"] == "user" else "kimi"
-            self.console.print(visible_text(f"{who}: {' '.join(content.split())[:300]}", "dim"))
+    def first_request_tokens(self) -> int:
+        """About what the first request will carry: the system message (instructions and the packed
+        repository) and the tools' schemas, estimated as the context does."""
+        import json
 
-    # --- questions asked while a turn runs ------------------------------------------------------------
-
-    async def ask_line(self, question: str) -> str:
-        self.renderer.stop_spinner()
+        context = self.runtime.context
         try:
-            return (await PromptSession[str]().prompt_async(question)).strip().lower()
-        except (KeyboardInterrupt, EOFError):
-            return ""
+            tools = len(json.dumps(self.agent.registry.schemas())) // 4
+            return int(context.estimate(self.agent.messages, 0, 0)) + tools
+        except Exception:
+            return 0
 
-    async def ask_approval(self, command: str, prefix: str) -> str:
-        self.renderer.stop_spinner()
-        # Exactly the bytes that will run: control characters written out (reverse video), never obeyed.
-        body = visible_text(command, exact_bytes=True)
-        if not is_clean(command.replace("\n", "").replace("\t", "")):
-            body.append("\n(holds control characters, shown as \\xNN; `always` is not offered)", style="bold red")
-        self.console.print(Panel(body, title="run this command?", border_style="yellow", expand=False))
-        if prefix:
-            shown = visible(prefix, one_line=True)
-            answer = await self.ask_line(f"[y] yes once  [a] always `{shown}`  [s] always, saved  [n] no › ")
-        else:
-            answer = await self.ask_line("[y] yes once  [n] no › ")
-        if answer in ("y", "yes"):
-            return "yes"
-        if answer in ("a", "always") and prefix:
-            return "always"
-        if answer in ("s", "save") and prefix:
-            return "save"
-        reason = await self.ask_line("why not? (sent to the model; Enter to skip) › ")
-        return f"no:{reason}"
+    def print_recap(self) -> None:
+        self.console.print(recap(self.runtime.session, self.agent.messages, self.status.priced, self.status.cost))
 
-    # --- the loop ---------------------------------------------------------------------------------------
-
-    async def run(self) -> int:
+    def banner(self) -> None:
         rt = self.runtime
         self.console.print(
             Text.assemble(
@@ -152,24 +140,158 @@ class InteractiveApp:
                 visible(f" · {rt.endpoint.model} · sandbox {rt.sandbox.name} · {rt.workdir} · /help for commands"),
             )
         )
+        pack = rt.context.last_pack
+        if pack is not None and not self.resumed:
+            tokens = self.status.pack_tokens or pack.tokens
+            line = f"packed {len(pack.by_mode('full'))} files in full, {len(pack.by_mode('outline'))} as outlines: "
+            line += f"the first request carries ~{tokens:,} tokens"
+            rates = self.status.rates
+            if rates.priced:
+                miss, hit = tokens * rates.input / 1e6, tokens * rates.cached_input / 1e6
+                line += f", about {money(miss)} at the cache-miss price ({money(hit)} when cached)"
+            else:
+                line += f"; no price for {rt.endpoint.model} here, so no cost is counted"
+            self.console.print(visible_text(line, "dim"))
         if self.resumed:
             self.print_recap()
-        while True:
+
+    # --- input ------------------------------------------------------------------------------------------
+
+    def submitted(self, text: str) -> None:
+        """A line from the input: run it, or queue it while something runs."""
+        if self.current is not None or not self.inbox.empty():
+            self.input.queued.append(text)
+            self.input.invalidate()
+        else:
+            self.inbox.put_nowait(text)
+
+    def interrupt(self, key: str) -> None:
+        if self.current is not None and not self.current.done():
+            self.interrupted_by = key
+            self.current.cancel()
+
+    def request_exit(self) -> None:
+        self.inbox.put_nowait(None)
+
+    def expand_last(self) -> None:
+        self._pager = asyncio.ensure_future(self.show_last())
+
+    async def show_last(self) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
+        from kimi_cli.ui.interactive.pager import page
+
+        last = self.renderer.last
+        if last is None:
+            self.console.print("no tool output yet")
+            return
+        await run_in_terminal(lambda: page(last.title, last.output), in_executor=True)
+
+    # --- questions asked while a turn runs ------------------------------------------------------------
+
+    async def ask_line(self, question: str) -> str:
+        """A line of text; Esc or Ctrl-C answer '' (commands treat that as no)."""
+        return (await self.input.ask(Question(question))).strip().lower()
+
+    async def ask_approval(self, command: str, prefix: str) -> str:
+        view = approval_view(command, prefix)
+        self.console.print(view.renderable)
+        phase, self.status.phase = self.status.phase, "waiting for your answer"
+        try:
+            answer = await self.input.ask(Question(view.prompt, view.keys, default="no", interrupts=True))
+            self.console.print(Text(f"  → {ANSWERS.get(answer, answer)}", style="dim"))
+            if answer == "no":
+                reason = await self.input.ask(Question("why not? (sent to kimi; Enter skips) › ", interrupts=True))
+                return f"no:{reason}"
+            return answer
+        finally:
+            self.status.phase = phase
+
+    # --- the loop ---------------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # Ctrl-C while the terminal is not raw
+            loop.add_signal_handler(signal.SIGINT, self.interrupt, "ctrl-c")
+        with patch_stdout(raw=True):
+            self.banner()
+            ui = asyncio.ensure_future(self.input.run())
             try:
-                line = await self.prompt.prompt_async(PROMPT)
-            except KeyboardInterrupt:
-                continue
-            except EOFError:
-                break
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("/"):
-                if await self.commands.dispatch(line) == EXIT:
-                    break
-                continue
-            await self.turn(line)
+                while True:
+                    line = await self._next(ui)
+                    if line is None or await self.handle(line) == EXIT:
+                        break
+            finally:
+                self.input.exit()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.wait_for(ui, 5)
         return 0
+
+    async def _next(self, ui: asyncio.Future[Any]) -> str | None:
+        getter = asyncio.ensure_future(self.inbox.get())
+        done, _ = await asyncio.wait({getter, ui}, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        return None  # the input line ended (it should not): leave
+
+    async def handle(self, line: str) -> str | None:
+        self.echo(line)
+        if line.strip().startswith("/"):
+            name = line.strip()[1:].split(" ", 1)[0]
+            result = await self.busy(self.commands.dispatch(line.strip()), f"/{visible(name, one_line=True)}")
+        else:
+            await self.turn(line)
+            result = None
+        self.after_busy()
+        return result if result == EXIT else None
+
+    def echo(self, line: str) -> None:
+        """The line as sent, in the scrollback (the input line itself is cleared for the next one)."""
+        self.console.print(Text("❯ ", style="bold").append_text(visible_text(line.strip("\n"), "bold")))
+
+    def after_busy(self) -> None:
+        """Lines typed during the turn: sent now, or (after Ctrl-C) back on the input line."""
+        queued = self.input.take_queued()
+        key, self.interrupted_by = self.interrupted_by, ""
+        if not queued:
+            return
+        if key == "ctrl-c":
+            self.input.put_back("\n".join(queued))
+            self.console.print(Text("your queued message is back on the input line (not sent)", style="dim"))
+            return
+        batch: list[str] = []
+        for text in queued:  # consecutive messages go as one; a command runs on its own
+            if text.strip().startswith("/"):
+                if batch:
+                    self.inbox.put_nowait("\n\n".join(batch))
+                    batch = []
+                self.inbox.put_nowait(text)
+            else:
+                batch.append(text)
+        if batch:
+            self.inbox.put_nowait("\n\n".join(batch))
+
+    async def busy(self, work: Any, phase: str) -> Any:
+        """Run a turn or a command as a task that Esc and Ctrl-C cancel; None when cancelled."""
+        self.current = asyncio.ensure_future(work)
+        self.status.begin_turn()
+        self.status.phase = phase
+        self.input.set_busy(True)
+        try:
+            return await self.current
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # the session itself is ending (SIGTERM)
+                raise
+            self.console.print(Text(f"interrupted ({self.interrupted_by or 'cancelled'})", style="yellow"))
+            return None
+        finally:
+            self.current = None
+            self.status.end_turn()
+            self.input.set_busy(False)
 
     def pasted_image(self, text: str) -> Path | None:
         """A message that is only the path of an image (a drag-and-drop or a paste) attaches it."""
@@ -192,45 +314,57 @@ class InteractiveApp:
             self.console.print(visible_text(str(exc), "yellow"))
             return
         self.pending_images.clear()
-        if self.runtime.session.meta.get("title") in ("", "interactive"):
-            self.runtime.session.meta["title"] = text.splitlines()[0][:200]
+        session = self.runtime.session
+        if session.meta.get("title") in ("", "interactive"):
+            session.meta["title"] = text.strip().splitlines()[0][:200]
         preamble = [{"role": "user", "content": self.runtime.resume_note}] if self.runtime.resume_note else []
         self.runtime.resume_note = ""
         self.agent.steps = 0
         self.agent.guard = LoopGuard()
-        task = asyncio.ensure_future(self.agent.run(message, preamble))
-        loop = asyncio.get_running_loop()
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGINT, task.cancel)
+        started = time.monotonic()
+        outcome: Any = None
         try:
-            outcome = await task
-            if outcome.reason != "done" and outcome.message:
-                self.console.print(visible_text(f"stopped: {outcome.message}", "yellow"))
-        except asyncio.CancelledError:
-            self.console.print(Text("cancelled", style="yellow"))
+            outcome = await self.busy(self.agent.run(message, preamble), "thinking")
         except KimiError as exc:
             self.console.print(visible_text(f"✗ {self.provider.redact(str(exc))}", "red"))
         finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signal.SIGINT)
             self.renderer.finish_turn()
-            self.runtime.session.set_status("idle")
+            session.set_status("idle")
+        if outcome is not None and outcome.reason != "done" and outcome.message:
+            self.console.print(visible_text(f"stopped: {outcome.message}", "yellow"))
+        self.footer(outcome, time.monotonic() - started)
+
+    def footer(self, outcome: Any, seconds: float) -> None:
+        """One dim line after each turn: steps, time, tokens and cost of the turn."""
+        st = self.status
+        steps = int(getattr(outcome, "steps", self.agent.steps))
+        parts = [f"{steps} step{'s' if steps != 1 else ''}" if outcome else "stopped"]
+        parts.append(elapsed(seconds))
+        parts.append(f"↑{short_tokens(st.turn_prompt)} ↓{short_tokens(st.turn_output)}")
+        parts.append(f"session {st.cost_text()}")
+        self.console.print(Text("  " + " · ".join(parts), style="dim"))
 
 
 def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice) -> int:
+    from kimi_cli.ui.interactive.picker import PICK, pick_session
     from kimi_cli.ui.interactive.trust_prompt import ask_folder_trust
 
+    if choice.resume_id == PICK:
+        choice.resume_id = pick_session(workdir)
     try:
         runtime = Runtime.build(workdir, flags, choice, ask_trust=ask_folder_trust)
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        sys.stderr.write(f"kimi: {visible(str(exc))}\n")
         return int(exc.exit_code)
+    from kimi_cli.ui.quiet import quiet_child_watcher
+
+    quiet_child_watcher()
     app = InteractiveApp(runtime, resumed=bool(choice.continue_latest or choice.resume_id))
 
     async def main() -> int:
         task = asyncio.current_task()
         assert task is not None
-        # Ctrl-C cancels a turn (handled per turn); SIGTERM ends the session, with a watchdog for cleanup.
+        # SIGTERM ends the session, with a watchdog for cleanup; Ctrl-C is a key of the input line.
         on_term = CancelOnSignal(task)  # type: ignore[arg-type]
         on_term.install(asyncio.get_running_loop(), (signal.SIGTERM,))
         try:
@@ -239,7 +373,10 @@ def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice)
             return int(ExitCode.CANCELLED)
         finally:
             await runtime.aclose()
-            runtime.session.close()
+            session = runtime.session
+            session.close()
+            if not session.discard_if_empty():
+                sys.stdout.write(resume_hint(session) + "\n")
             on_term.disarm()
 
     return asyncio.run(main())

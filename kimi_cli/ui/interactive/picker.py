@@ -1,0 +1,65 @@
+"""Choosing a session to resume: a numbered list of this folder's sessions, answered by number or id prefix.
+
+Used by `/resume` with no id (inside the running session) and by `kimi -r` with no id (before it starts).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from kimi_cli.session.store import SessionInfo, list_sessions
+from kimi_cli.ui.interactive.host import SessionHost
+
+PICK = "@pick"  # `kimi -r` without an id (kimi_cli/cli.py spells the same value)
+SHOWN = 15
+QUESTION = "resume which? number or id (Enter: none) › "
+
+
+def choices(workspace: Path, exclude: str = "") -> list[SessionInfo]:
+    return [i for i in list_sessions(workspace) if i.id != exclude][:SHOWN]
+
+
+def print_choices(console: Console, infos: list[SessionInfo], current: str = "") -> None:
+    from kimi_cli.ui.interactive.commands import session_line
+
+    for number, info in enumerate(infos, start=1):
+        console.print(session_line(number, info, current, console.width))
+
+
+def chosen(answer: str, infos: list[SessionInfo]) -> str | None:
+    """The id the answer names: a number from the list, or an id or its start (resolved later)."""
+    answer = answer.strip()
+    if not answer:
+        return None
+    if answer.isdigit() and 1 <= int(answer) <= len(infos):
+        return infos[int(answer) - 1].id
+    return answer
+
+
+async def pick_session_async(app: SessionHost, exclude: str = "") -> str | None:
+    infos = choices(app.runtime.workdir, exclude)
+    if not infos:
+        app.console.print("no other session in this folder to resume")
+        return None
+    print_choices(app.console, infos)
+    return chosen(await app.ask_line(QUESTION), infos)
+
+
+def pick_session(workspace: Path) -> str | None:
+    """Before the session starts (`kimi -r`): the list, then one line read with prompt_toolkit."""
+    console = Console(highlight=False, markup=False, emoji=False)
+    infos = choices(workspace)
+    if not infos:
+        console.print(Text("no session in this folder to resume; starting a new one", style="yellow"))
+        return None
+    print_choices(console, infos)
+    from prompt_toolkit import PromptSession
+
+    try:
+        answer = PromptSession[str]().prompt(QUESTION)
+    except (KeyboardInterrupt, EOFError):
+        return None
+    return chosen(answer, infos)

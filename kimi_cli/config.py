@@ -266,8 +266,8 @@ def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> E
         key = next((env[v] for v in defaults["key_env"] if env.get(v)), "")
     if not key and config.provider in KEY_REQUIRED:
         raise ConfigError(
-            f"no API key for provider '{config.provider}': export KIMI_API_KEY=... (or MOONSHOT_API_KEY), "
-            "or set api_key in ~/.kimi/config.toml. Get a key at https://platform.moonshot.ai"
+            f"no API key for provider '{config.provider}': run `kimi login` to set one up, or export "
+            "KIMI_API_KEY=... (or MOONSHOT_API_KEY). Get a key at https://platform.moonshot.ai"
         )
     return Endpoint(provider, base_url.rstrip("/"), model or DEFAULT_MODEL, key or "EMPTY")
 

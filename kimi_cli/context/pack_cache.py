@@ -17,10 +17,14 @@ Fingerprint = dict[str, list[int]]  # path -> [size, mtime_ns]
 
 
 def fingerprint(root: Path, paths: list[str]) -> Fingerprint:
+    """Size and mtime of every path: a warm pack's whole check (string joins, not pathlib: 14k files in
+    ~0.1 s instead of ~0.2 s)."""
     out: Fingerprint = {}
+    base = os.fspath(root) + os.sep
+    lstat = os.lstat
     for path in paths:
         try:
-            st = os.lstat(root / path)
+            st = lstat(base + path)
             out[path] = [st.st_size, st.st_mtime_ns]
         except OSError:
             out[path] = [-1, 0]

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from kimi_cli.hooks.session import HookSession
     from kimi_cli.image_pipeline import ImageLimits
     from kimi_cli.mcp.deferred import DeferredTools
+    from kimi_cli.skills.loader import Skill
     from kimi_cli.subagent_runner import SubagentFactory
 
 
@@ -79,6 +80,7 @@ class Runtime:
     mode: ModeState = field(default_factory=ModeState)  # ask | auto | plan | yolo (kimi_cli.modes)
     hooks: HookSession | None = None  # the user's hooks, and a trusted project's (kimi_cli.hooks)
     start_source: str = "startup"  # SessionStart's `source` for the next agent: startup | resume | clear
+    skills: list[Skill] = field(default_factory=list)  # SKILL.md folders, listed in the prefix (kimi_cli.skills)
     _trust_noticed: bool = False
 
     @classmethod
@@ -113,8 +115,12 @@ class Runtime:
         info = lookup(endpoint.model, endpoint.provider, _overrides(config))
         window, window_source = resolve_context_length(endpoint, config.context_length, info)
         from kimi_cli.agent.prompt import session_environment
+        from kimi_cli.skills.loader import load_skills, render
 
-        prefix = PrefixBuilder(workdir, environment=session_environment(workdir, config, endpoint.model, window))
+        skills = load_skills(workdir)  # read once: the skills section stays the same for the whole session
+        skills_text = render(skills)
+        environment = session_environment(workdir, config, endpoint.model, window)
+        prefix = PrefixBuilder(workdir, skills=lambda root: skills_text, environment=environment)
         context = SessionContext(
             workdir,
             prefix.message,
@@ -150,6 +156,7 @@ class Runtime:
             sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
             model_info=with_context(info, window), folder_trust=folder_trust,
         )  # fmt: skip
+        runtime.skills = skills
         runtime.start_features(plan, resumed=bool(choice.continue_latest or choice.resume_id))
         return runtime
 
@@ -257,6 +264,7 @@ class Runtime:
         deferred.attach(registry, lambda message: agent.emit(Notice(message)))
         provider.on_notice = lambda message: agent.emit(Notice(message))
         agent.ctx.services["image_limits"] = self.image_limits()  # ReadMediaFile and MCP images are sized to it
+        agent.ctx.services["read_roots"] = self.read_roots()  # the user's skill folders, for ReadFile only
         if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
             agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
         trust_notice = self.folder_trust.notice() if self.folder_trust is not None else None
@@ -287,6 +295,12 @@ class Runtime:
             "are deferred, and SearchTools finds them (a found tool joins the end of the tools list)"
         )
         return pool
+
+    def read_roots(self) -> list[tuple[str, Path]]:
+        """Folders outside the workspace ReadFile may read: the user's own skills (kimi_cli.tools.read_roots)."""
+        from kimi_cli.skills.loader import read_roots
+
+        return read_roots(self.skills)
 
     def image_limits(self) -> ImageLimits:
         """How images are sized for the model in use: its long-edge bound ([images] long_edge overrides it),
@@ -329,7 +343,7 @@ class Runtime:
             return SessionGate(hooks=self.hooks, subagent=True)
 
         return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens,
-                               gate)  # fmt: skip
+                               gate, {"read_roots": self.read_roots()})  # fmt: skip
 
     def switch_session(self, choice: SessionChoice) -> None:
         """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""

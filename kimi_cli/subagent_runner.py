@@ -7,7 +7,7 @@ model client, the system message, where to log), so runtime -> subagent_runner i
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ class SubagentFactory:
     log: Any  # the session: has append(entry); a run's steps are logged in it, nested
     max_output_tokens: int | None = None
     gate: Callable[[], SessionGate] | None = None  # the session's hooks for the subagent's calls and its stop
+    services: dict[str, Any] = field(default_factory=dict)  # tool services the session shares (skill folders)
 
 
 class SubagentRunner:
@@ -64,7 +65,9 @@ class SubagentRunner:
         agent = Agent(
             provider=self.factory.provider(run_id),
             registry=ToolRegistry(tools),
-            ctx=ToolContext(workspace=Workspace(self.factory.workdir), services={"file_locks": self.locks}),
+            ctx=ToolContext(
+                workspace=Workspace(self.factory.workdir), services={**self.factory.services, "file_locks": self.locks}
+            ),
             recorder=recorder,
             emit=lambda event: None,  # the parent sees the report, not the steps; the log keeps them
             messages=[self.factory.system(task, kind.mode())],

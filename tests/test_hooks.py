@@ -80,8 +80,8 @@ def test_a_hook_past_its_timeout_is_killed_reported_and_the_session_goes_on(
 ) -> None:
     marker = f"kimi-hook-sleeper-{tmp_path.name}"
     sleeper = f"{PY} -c 'import time; time.sleep(120)' {marker}"
-    user_hooks(home, f'[[hooks.PreToolUse]]\ncommand = "{sleeper}"\ntimeout = 1\n'
-                     f'[[hooks.UserPromptSubmit]]\ncommand = "{sleeper}"\ntimeout = 1\non_failure = "block"\n')  # fmt: skip
+    pre = f'[[hooks.PreToolUse]]\ncommand = "{sleeper}"\ntimeout = 1\n'
+    user_hooks(home, pre + f'[[hooks.UserPromptSubmit]]\ncommand = "{sleeper}"\ntimeout = 1\non_failure = "block"\n')
     server.add({"tool_calls": [tool_call("Shell", {"command": "echo still-ran"}, "e1")]}, {"text": "ok"})
     proc = run_kimi(["-p", "go"], repo, env, server, timeout=100)
     # the prompt hook says on_failure = block: its timeout blocks the prompt, and nothing is sent

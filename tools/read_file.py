@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.files import SNIFF_BYTES, looks_binary
+from kimi_cli.tools.read_roots import granted
 
 MAX_LINE_CHARS = 2000
 MAX_LINE_BYTES = 8 * MAX_LINE_CHARS  # a longer line is cut, and the rest of it skipped without buffering
@@ -76,7 +77,7 @@ class ReadFile(Tool[ReadFileParams]):
         from kimi_cli.tools.editor_files import editor_files
 
         editor = editor_files(ctx)
-        if editor is not None:
+        if editor is not None and granted(ctx.services, params.path) is None:
             path = ctx.workspace.resolve(params.path)
             text = await editor.read(path)
             if text is not None:  # the editor's buffer, saved or not
@@ -90,9 +91,13 @@ class ReadFile(Tool[ReadFileParams]):
     def _read(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.tools.safe_fs import open_regular
 
-        path = ctx.workspace.resolve(params.path)
+        outside = granted(ctx.services, params.path)  # a folder the session lets ReadFile read (a user's skill)
+        if outside is not None:
+            root, rel = outside
+        else:
+            root, rel = ctx.workspace.root, ctx.workspace.rel(ctx.workspace.resolve(params.path))
         try:  # no link followed from here on; type and size come from the opened descriptor
-            fd, st = open_regular(ctx.workspace.root, ctx.workspace.rel(path))
+            fd, st = open_regular(root, rel)
         except OSError as exc:
             if exc.errno == errno.EISDIR:
                 raise ToolError(f"{params.path} is a directory; use Glob to list files") from None

@@ -69,7 +69,9 @@ def test_pre_tool_use_gets_claude_codes_fields_and_exit_2_blocks_with_stderr_to_
 
 
 def test_updated_input_runs_the_changed_call_revalidated(repo: Path, tmp_path: Path) -> None:
-    answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"path": "safe.txt", "content": "y"}}}
+    answer = {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"path": "safe.txt", "content": "y"}}
+    }
     hooks = session_for(repo, [hook("PreToolUse", f"json '{json.dumps(answer)}'")], tmp_path / "log")
     provider = FakeProvider(calls(("WriteFile", {"path": "x.txt", "content": "x"})), text("ok"))
     asyncio.run(agent_for(provider, [WriteFile()], repo, gate=SessionGate(hooks=hooks)).run(user("w")))

@@ -76,6 +76,19 @@ class Analyzer:
         self.counter.flush()
         return out
 
+    def tokens_within(self, text: str, key: str, limit: int, known: dict[str, int]) -> int | None:
+        """Tokens of one text (scaled), or None when they are over `limit`. `known`: raw counts by key,
+        from one lookup for a batch (TokenCounter.lookup_many); exact counts found here are stored."""
+        raw = known.get(key)
+        if raw is None:
+            raw = self.counter.raw_within(text, int((limit + 0.5) / self.counter.factor) + 1)
+            if raw is None:
+                return None
+            known[key] = raw
+            self.counter.store([(key, raw)])
+        tokens = round(raw * self.counter.factor)
+        return tokens if tokens <= limit else None
+
     def outlines(self, texts: dict[str, str], keys: dict[str, str]) -> dict[str, Outline]:
         """Definitions and identifiers of every file that has a grammar here."""
         sources = sorted(p for p in texts if language_for(p) is not None)

@@ -60,20 +60,17 @@ def choose_full(
     keys: dict[str, str],
 ) -> tuple[dict[str, str], dict[str, int], dict[str, str], int]:
     """Whole files in order while they fit `room`: (modes, costs, their texts, tokens used). `tokens` and
-    `keys` are updated with every file counted on the way (a file read again gets its current key)."""
+    `keys` are updated with every file counted exactly on the way (a file read again gets its current key).
+    A file is read only if its lower bound (characters / 8) fits what is left, and counted only up to what
+    is left: the tokenizer gives up past it."""
     modes: dict[str, str] = {}
     costs: dict[str, int] = {}
     kept: dict[str, str] = {}
     used = 0
-    ratios: list[float] = []  # characters per token of the files counted so far
     for start in range(0, len(order), CHUNK):
         if used >= room - 16:
             break
-        left = room - used
-        # A file is read and counted only if it can fit: its characters over the most characters per token
-        # seen so far (with a margin; 8 until enough files were counted) must be within what is left.
-        dense = min(MAX_CHARS_PER_TOKEN, max(ratios) * 1.5) if len(ratios) >= 16 else MAX_CHARS_PER_TOKEN
-        chunk = [p for p in order[start : start + CHUNK] if facts[p].chars / dense <= left]
+        chunk = [p for p in order[start : start + CHUNK] if facts[p].chars / MAX_CHARS_PER_TOKEN <= room - used]
         texts: dict[str, str] = {}
         for path in chunk:
             text = reader.text(path)
@@ -84,18 +81,24 @@ def choose_full(
                     if keys.get(path) != key:  # new, or changed since it was counted
                         keys[path] = key
                         tokens.pop(path, None)
-        missing = [p for p in texts if p not in tokens]
-        if missing:
-            tokens.update(analyzer.tokens(texts, keys, missing))
-            ratios += [len(texts[p]) / tokens[p] for p in missing if tokens[p] >= 50]
+        known = analyzer.counter.lookup_many(sorted({keys[p] for p in texts if p not in tokens}))
         for path in chunk:
             if path not in texts:
                 continue
-            cost = tokens[path] + overhead(path)
-            if used + cost <= room:
-                modes[path], costs[path] = "full", cost
+            left = room - used - overhead(path)
+            if facts[path].chars / MAX_CHARS_PER_TOKEN > left:
+                continue
+            count = tokens.get(path)
+            if count is None:
+                count = analyzer.tokens_within(texts[path], keys[path], left, known)
+                if count is None:
+                    continue  # over what is left: not counted to the end, not kept
+                tokens[path] = count
+            if count <= left:
+                modes[path], costs[path] = "full", count + overhead(path)
                 kept[path] = texts[path]
-                used += cost
+                used += costs[path]
+    analyzer.counter.flush()
     return modes, costs, kept, used
 
 

@@ -115,6 +115,25 @@ class TokenCounter:
             start = end
         return total
 
+    def raw_within(self, text: str, limit: int) -> int | None:
+        """o200k tokens if there are at most `limit`, else None. The tokenizer stops at the limit: a file
+        too big for what is left of the budget costs a fraction of a full count (compiler.py: 3 ms, not 18)."""
+        if self._tok is None:
+            estimate = (len(text) + 3) // 4
+            return estimate if estimate <= limit else None
+        if limit < 0:
+            return None
+        total, start = 0, 0
+        while start < len(text):
+            end = len(text) if len(text) - start <= CHUNK_CHARS else text.rfind("\n", start, start + CHUNK_CHARS) + 1
+            end = end if end > start else start + CHUNK_CHARS
+            part = self._tok.count_till_limit(text[start:end], limit - total)
+            if part is None:
+                return None
+            total += int(part)
+            start = end
+        return total
+
     def count(self, text: str) -> int:
         """Tokens for the target model (o200k scaled by the learned factor)."""
         return round(self.raw(text) * self.factor)

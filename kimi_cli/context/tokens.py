@@ -123,6 +123,9 @@ class TokenCounter:
             return estimate if estimate <= limit else None
         if limit < 0:
             return None
+        if not hasattr(self._tok, "count_till_limit"):  # an older bpe-openai: a full count, then the check
+            raw = self.raw(text)
+            return raw if raw <= limit else None
         total, start = 0, 0
         while start < len(text):
             end = len(text) if len(text) - start <= CHUNK_CHARS else text.rfind("\n", start, start + CHUNK_CHARS) + 1

@@ -55,15 +55,21 @@ class Resolver:
             if isinstance(manifest, dict) and isinstance(manifest.get("name"), str):
                 self.packages.setdefault(manifest["name"], (posixpath.dirname(path), manifest))
         self._modules: dict[str, list[str]] | None = None
+        self._memo: dict[tuple[str, str | None, str], str | None] = {}
 
     def resolve(self, importer: str, lang: str | None, spec: str) -> str | None:
-        if lang in JS_LANGS:
-            return self._js(importer, spec)
-        if lang == "python":
-            if not spec.startswith(".") and spec not in self._module_index():
-                return None  # the standard library, a dependency, or a name imported from a module
-            return self._python(importer, spec)
-        return None
+        """The file `spec` names when `importer` imports it, or None (not in the repository)."""
+        if lang == "python" and not spec.startswith(".") and spec not in self._module_index():
+            return None  # the standard library, a dependency, or a name imported from a module
+        memo = (posixpath.dirname(importer), lang, spec)  # the answer depends on the importer's folder only
+        if memo not in self._memo:
+            found = None
+            if lang in JS_LANGS:
+                found = self._js(importer, spec)
+            elif lang == "python":
+                found = self._python(importer, spec)
+            self._memo[memo] = found
+        return self._memo[memo]
 
     # --- JS / TS --------------------------------------------------------------------------------------
 

@@ -106,19 +106,25 @@ class Analyzer:
         return out
 
     def outlines_in_order(
-        self, paths: list[str], keys: dict[str, str], read: Callable[[str], str | None]
+        self,
+        paths: list[str],
+        keys: dict[str, str],
+        read: Callable[[str], str | None],
+        want: Callable[[], int] | None = None,
     ) -> Generator[tuple[str, Outline | None], None, None]:
-        """(path, outline) in the order of `paths`, parsed lazily: a batch at a time (8, 16, ... 128 files),
-        the next one parsing in workers while this one is used once the work is big enough to repay them.
-        The caller stops when it has enough; close() cancels the rest. Texts are read (and keys taken)
-        a batch at a time and dropped after parsing."""
+        """(path, outline) in the order of `paths`, parsed lazily, a batch at a time. `want()` says how many
+        more files the caller expects to use (batches are sized to it, 4 to 64); without it batches double
+        from 8. When a batch is big enough to repay worker processes, it is parsed in them, with the next
+        batch parsing while this one is used; in process nothing is parsed ahead. The caller stops when it
+        has enough; close() cancels the rest. Texts are read (and keys taken) a batch at a time."""
         pool: Any = None
         ahead: deque[tuple[list[str], dict[str, Any], list[Any]]] = deque()
         start, size = 0, 8
 
         def submit() -> None:
             nonlocal start, size, pool
-            batch = paths[start : start + size]
+            count = max(4, min(64, want())) if want is not None else size
+            batch = paths[start : start + count]
             start += len(batch)
             size = min(size * 2, 128)
             texts = {p: t for p in batch if (t := read(p)) is not None}
@@ -126,7 +132,7 @@ class Analyzer:
             cached = self.tags.lookup_many(sorted({keys[p] for p in texts}))
             todo = [(p, texts[p]) for p in batch if p in texts and keys[p] not in cached]
             work = sum(len(t) for _, t in todo)
-            if pool is None and self.workers >= 2 and work >= PARALLEL_MIN_BYTES // 8:
+            if pool is None and self.workers >= 2 and work >= PARALLEL_MIN_BYTES // 4:
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
 
@@ -142,8 +148,8 @@ class Analyzer:
             submit()
             while ahead:
                 batch, cached, parts = ahead.popleft()
-                if start < len(paths):
-                    submit()  # the next batch parses while this one is used
+                if pool is not None and start < len(paths):
+                    submit()  # in workers, the next batch parses while this one is used
                 fresh = []
                 for part, answer in parts:
                     rows = answer if isinstance(answer, list) else answer.result()
@@ -155,6 +161,8 @@ class Analyzer:
                     row = cached.get(keys.get(path, ""))
                     decoded = decode_defs(row[0]) if row else None
                     yield path, (Outline(decoded) if decoded is not None else None)
+                if not ahead and start < len(paths):
+                    submit()
         finally:
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)

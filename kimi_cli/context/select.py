@@ -123,12 +123,20 @@ def choose_outlines(
     if used >= room - MIN_OUTLINE or not pending:
         return chosen
     misses = 0
-    stream = analyzer.outlines_in_order(pending, keys, reader.text)  # a generator: close() stops it
+    seen: list[int] = []  # costs of the outlines parsed so far: how many more files the rest of the room wants
+
+    def want() -> int:
+        if not seen:
+            return 8
+        return int((room - used) / max(1.0, sum(seen) / len(seen))) + 4
+
+    stream = analyzer.outlines_in_order(pending, keys, reader.text, want)  # a generator: close() stops it
     try:
         for path, outline in stream:
             if outline is None or not outline.defs:
                 continue
             cost = analyzer.counter.count(skeleton(outline.defs)) + overhead(path)
+            seen.append(cost)
             if used + cost <= room:
                 modes[path], costs[path] = "outline", cost
                 chosen[path] = outline

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import struct
 import subprocess
 import threading
@@ -26,19 +25,26 @@ T = TypeVar("T")
 PT_INTERP = 3
 
 
-@functools.cache
 def _git_programs() -> tuple[tuple[str, bool], ...]:
-    """(path, is a folder) for what git needs to execute: itself, its exec path, its ELF interpreter."""
+    """(path, is a folder) for what git needs to execute: itself, its exec path, its ELF interpreter. The
+    git is the one host_git runs: found outside every folder a sandboxed command may write (host_exec)."""
+    from kimi_cli.tools.host_exec import host_which
+
+    return _programs_of(host_which("git"))
+
+
+@functools.cache
+def _programs_of(git: str | None) -> tuple[tuple[str, bool], ...]:
     found: list[tuple[str, bool]] = []
-    git = shutil.which("git")
-    if git:
-        real = os.path.realpath(git)
-        found.append((real, False))
-        interp = _interpreter(real)
-        if interp:
-            found.append((os.path.realpath(interp), False))
+    if not git:
+        return ()
+    real = os.path.realpath(git)
+    found.append((real, False))
+    interp = _interpreter(real)
+    if interp:
+        found.append((os.path.realpath(interp), False))
     try:
-        exec_path = subprocess.run(["git", "--exec-path"], capture_output=True, text=True, timeout=10, cwd="/",
+        exec_path = subprocess.run([git, "--exec-path"], capture_output=True, text=True, timeout=10, cwd="/",
                                    env=_plain_env()).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         exec_path = ""
@@ -88,13 +94,19 @@ def _abi() -> int:
         return 0
 
 
-@functools.cache
 def available() -> bool:
     """Whether host git calls run confined here: Landlock, git found, and `git --version` works inside."""
-    if _abi() < 1 or not _git_programs():
+    from kimi_cli.tools.host_exec import host_which
+
+    return _available_with(host_which("git"))
+
+
+@functools.cache
+def _available_with(git: str | None) -> bool:
+    if _abi() < 1 or not git or not _programs_of(git):
         return False
     try:
-        probe = ["git", "--version"]
+        probe = [git, "--version"]
         out = _confined(lambda: subprocess.run(probe, capture_output=True, timeout=10, cwd="/", env=_plain_env()), ())
     except (OSError, subprocess.SubprocessError, RuntimeError):
         return False

@@ -150,6 +150,12 @@ _BASELINES: dict[Path, SessionBaseline] = {}
 def remember_session_start(workspace: Path) -> SessionBaseline:
     """Record the repository's links and hook files now; later calls compare against this."""
     workspace = workspace.resolve()
+    from kimi_cli.tools.host_exec import sandbox_writable
+
+    sandbox_writable(workspace)  # before any git runs: host git is never found on a PATH entry in here
+    from kimi_cli.tools.host_git import prime_gitpython
+
+    prime_gitpython()
     location = find_repo(workspace, workspace)
     baseline = SessionBaseline()
     if location is not None:

@@ -77,7 +77,7 @@ class Grep(Tool[GrepParams]):
         root = ctx.workspace.root
         base = ctx.workspace.resolve(params.path or ".")
         rel = ctx.workspace.relative(base)
-        rg = find_rg()
+        rg = find_rg((root,))
         # rg reads by path: under Landlock it cannot read outside the workspace whatever a link says;
         # without Landlock every line it prints is checked against a no-follow read of the file.
         runner = await asyncio.to_thread(confined_runner, root, rg) if self.confine else None

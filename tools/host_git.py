@@ -22,6 +22,7 @@ their content is kept then and written into a private folder for each commit (se
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -118,10 +119,25 @@ def config_parameters(pairs: Iterable[tuple[str, str]]) -> str:
 
 def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The process environment without GIT_* variables (the identity ones stay), plus the hardened ones."""
+    from kimi_cli.tools.host_exec import trusted_path
+
     src = os.environ if environ is None else environ
     env = {k: v for k, v in src.items() if not k.startswith("GIT_") or k in KEEP_ENV}
     env.update(HARDENED_ENV)
+    env["PATH"] = trusted_path(src.get("PATH", os.defpath))  # no folder a sandboxed command can write
     return env
+
+
+def git_program(roots: Iterable[Path | str] = ()) -> str:
+    """The git binary to run on the host: found on PATH outside every folder a sandboxed command may write
+    (`roots` are noted as such first). A `.venv/bin/git` planted in the workspace is never it."""
+    from kimi_cli.tools.host_exec import host_which, sandbox_writable
+
+    sandbox_writable(*roots)
+    found = host_which("git")
+    if found is None:
+        raise FileNotFoundError(2, "git is not installed outside the workspace (PATH entries inside it are skipped)")
+    return found
 
 
 def repo_env(location: RepoLocation | None, extra: Sequence[tuple[str, str]] = (), **paths: str) -> dict[str, str]:
@@ -155,10 +171,33 @@ def spawn(
     beneath `writable`) where the kernel has Landlock."""
     from kimi_cli.tools.git_confine import run_confined
 
+    writable = list(writable)
+    roots = [*writable, *(env[k] for k in ("GIT_WORK_TREE",) if env.get(k))]
+    argv = [git_program(roots) if argv[0] == "git" else argv[0], *argv[1:]]
+    env = {**env, "PATH": trusted_path_for(env, roots)}
+
     def start() -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(list(argv), cwd=cwd, env=dict(env), capture_output=True, input=input, timeout=timeout)
+        return subprocess.run(argv, cwd=cwd, env=dict(env), capture_output=True, input=input, timeout=timeout)
 
     return run_confined(start, writable)
+
+
+def prime_gitpython() -> None:
+    """gitpython runs `git version` when it is first imported, with the git it finds on PATH (or the one
+    GIT_PYTHON_GIT_EXECUTABLE names): name the trusted one before that import happens."""
+    import sys
+
+    if "git" in sys.modules or os.environ.get("GIT_PYTHON_GIT_EXECUTABLE"):
+        return
+    with contextlib.suppress(OSError):
+        os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = git_program()
+
+
+def trusted_path_for(env: Mapping[str, str], roots: Iterable[Path | str]) -> str:
+    """The PATH a host git call gets: the caller's, without folders a sandboxed command may write."""
+    from kimi_cli.tools.host_exec import trusted_path
+
+    return trusted_path(env.get("PATH", os.defpath), roots)
 
 
 def declared_filters(env: Mapping[str, str]) -> set[str]:
@@ -235,6 +274,7 @@ class SafeGit:
     gitpython's Repo object is not used: it reads `core.worktree` and friends from config by itself."""
 
     def __init__(self, workspace: Path, location: RepoLocation) -> None:
+        prime_gitpython()
         import git
 
         self.location = location
@@ -267,13 +307,15 @@ class SafeGit:
             for key in os.environ:
                 if key.startswith("GIT_") and key not in env:
                     env[key] = self._neutral(key)
-            argv = ["git", *safe_args([command, *args])]
-            if not self._confined:
+            loc = self.location
+            writable = (self._workspace, loc.work_tree, loc.git_dir, loc.common_dir)
+            argv = [git_program(writable), *safe_args([command, *args])]
+            if not self._confined:  # allowed hooks keep the user's PATH: they run the project's own tools
+                env["PATH"] = os.environ.get("PATH", os.defpath)
                 return self._git.execute(argv, env=env, **kwargs)
             from kimi_cli.tools.git_confine import run_confined
 
-            loc = self.location
-            writable = (self._workspace, loc.work_tree, loc.git_dir, loc.common_dir)
+            env["PATH"] = trusted_path_for(env, writable)
             return run_confined(lambda: self._git.execute(argv, env=env, **kwargs), writable)
 
         return call

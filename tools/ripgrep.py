@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,12 +20,15 @@ INSTALL_HINT = (
 )
 
 
-def find_rg() -> str:
-    """The `rg` beside this interpreter (the ripgrep wheel puts it there), else on PATH."""
+def find_rg(exclude: tuple[Path, ...] = ()) -> str:
+    """The `rg` beside this interpreter (the ripgrep wheel puts it there), else on PATH outside `exclude`
+    and every other folder a sandboxed command may write."""
     beside = Path(sys.executable).parent / "rg"
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    found = shutil.which("rg")
+    from kimi_cli.tools.host_exec import host_which
+
+    found = host_which("rg", exclude)  # never an `rg` from a folder sandboxed commands may write
     if found is None:
         raise ToolError(INSTALL_HINT)
     return found

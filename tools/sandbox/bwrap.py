@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from kimi_cli.tools.host_exec import host_which
 from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
@@ -102,14 +102,15 @@ class BwrapSandbox:
         self.policy = policy
         self.output_cap = output_cap
         self.shell = shell
-        self.exe = shutil.which("bwrap") or "bwrap"
+        # Never a bwrap from a folder commands can write (a project's .venv/bin on PATH): see host_exec.
+        self.exe = host_which("bwrap", (policy.workspace, policy.private_tmp)) or "/nonexistent/bwrap"
         try:
             # inet sockets stay allowed: with the network off they live in bwrap's empty network namespace,
             # where a test suite's own loopback server still works.
             self.program: bytes | None = seccomp_program(machine(), network=True, host_ns=False)
         except Unavailable:
             self.program = None
-        self.preexec = _scope_preexec(policy, self.exe) if shutil.which("bwrap") else None
+        self.preexec = _scope_preexec(policy, self.exe) if os.path.isfile(self.exe) else None
         # An existing .kimi is mounted read-only; a missing one cannot be without creating it in the tree.
         kimi = policy.workspace / ".kimi"
         self.guard = None if kimi.exists() else GitGuard(policy.workspace, [kimi])
@@ -176,9 +177,9 @@ class BwrapSandbox:
 
 def bwrap_works(policy: SandboxPolicy) -> tuple[bool, str]:
     """Try the real thing once: some kernels or containers forbid the namespaces bwrap needs."""
-    exe = shutil.which("bwrap")
+    exe = host_which("bwrap", (policy.workspace, policy.private_tmp))
     if exe is None:
-        return False, "bwrap is not installed"
+        return False, "bwrap is not installed (outside the workspace)"
     sandbox = BwrapSandbox(policy, 1000)
     fd = sandbox._program_fd()
     try:

@@ -57,6 +57,9 @@ def build_policy(
     entries = [*default_entries(), *(extra_hidden or []), *(str(p) for p in private_dirs())]
     hidden = [HiddenPath(path, path.is_dir()) for path in expand(entries, home) if not _covers(path, workspace)]
     ws = workspace.resolve()
+    from kimi_cli.tools.host_exec import sandbox_writable  # kimi's host programs never come from these
+
+    sandbox_writable(ws, private_tmp)
     # Never a link: mounting `.kimi -> ~/.ssh` read-only would mount the secret itself (bind sources resolve).
     read_only = tuple(ws / name for name in PROTECTED if (ws / name).exists() and not (ws / name).is_symlink())
     return SandboxPolicy(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 
@@ -16,13 +15,19 @@ from kimi_cli.ui.sanitize import visible
 
 
 def pager_command() -> list[str]:
+    from kimi_cli.tools.host_exec import host_which
+
     chosen = os.environ.get("KIMI_PAGER") or os.environ.get("PAGER") or ""
-    if chosen:
-        try:
-            return shlex.split(chosen)
-        except ValueError:
+    try:
+        words = shlex.split(chosen) if chosen else ["less", "-S"]
+    except ValueError:
+        return []
+    if words and "/" not in words[0]:  # a bare name: never from a folder sandboxed commands may write
+        found = host_which(words[0])
+        if found is None:
             return []
-    return ["less", "-S"] if shutil.which("less") else []
+        words[0] = found
+    return words
 
 
 def page(title: str, text: str) -> None:

@@ -29,6 +29,7 @@ from kimi_cli.signals import CancelOnSignal
 from kimi_cli.ui.interactive.approval_view import approval_view
 from kimi_cli.ui.interactive.approvals import ApprovalRules, InteractiveApprover
 from kimi_cli.ui.interactive.commands import SlashCommands
+from kimi_cli.ui.interactive.features import SessionFeatures
 from kimi_cli.ui.interactive.input import InputLine, Question
 from kimi_cli.ui.interactive.prompt import KimiCompleter
 from kimi_cli.ui.interactive.recap import recap, resume_hint
@@ -64,9 +65,12 @@ class InteractiveApp:
             self.status.pack_tokens = self.first_request_tokens()
         self.pending_images: list[str] = []
         self.commands = SlashCommands(self)
+        self.features = SessionFeatures(self)  # /plan, Shift+Tab, /hooks, /skills, /fork, /init, custom commands
+        self.features.register(self.commands.registry)
         completer = KimiCompleter(self.commands.registry, self._paths)
         self.input = InputLine(self.status, completer, kimi_home() / "history", self.submitted, self.interrupt,
                                self.request_exit, self.expand_last)  # fmt: skip
+        self.features.bind_keys(self.input.bindings)
         self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.current: asyncio.Task[Any] | None = None  # the turn or command running now
         self.interrupted_by = ""
@@ -194,6 +198,7 @@ class InteractiveApp:
         return (await self.input.ask(Question(question))).strip().lower()
 
     async def ask_approval(self, command: str, prefix: str) -> str:
+        self.features.notify(f"kimi needs your permission: {command[:300]}")
         view = approval_view(command, prefix)
         self.console.print(view.renderable)
         phase, self.status.phase = self.status.phase, "waiting for your answer"
@@ -333,6 +338,7 @@ class InteractiveApp:
         if outcome is not None and outcome.reason != "done" and outcome.message:
             self.console.print(visible_text(f"stopped: {outcome.message}", "yellow"))
         self.footer(outcome, time.monotonic() - started)
+        await self.features.after_turn(outcome)  # plan mode: approve the plan or comment on it
 
     def footer(self, outcome: Any, seconds: float) -> None:
         """One dim line after each turn: steps, time, tokens and cost of the turn."""

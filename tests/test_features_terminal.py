@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
+from terminal import Terminal
 
 from conftest import tool_call, tool_results, wait_until
 from scripted_server import ScriptedModelServer
-from terminal import Terminal
 
 PROMPT = "❯"
 SHIFT_TAB = "\x1b[Z"

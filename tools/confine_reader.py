@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import subprocess
 import threading
@@ -82,13 +81,8 @@ def _make(workspace: Path, executable: str) -> ConfinedRunner | None:
         LandlockPlan,
         fs_rights_for_abi,
     )
-    from kimi_cli.tools.sandbox.landlock_sys import (
-        PR_SET_NO_NEW_PRIVS,
-        SYS_LANDLOCK_RESTRICT_SELF,
-        LandlockUnavailable,
-        create_ruleset,
-        landlock_abi,
-    )
+    from kimi_cli.tools.sandbox.landlock_sys import LandlockUnavailable, create_ruleset, landlock_abi
+    from kimi_cli.tools.sandbox.restrict import enter_domain  # the one routine that enters a Landlock domain
 
     abi = landlock_abi()
     if abi < 1:
@@ -105,14 +99,9 @@ def _make(workspace: Path, executable: str) -> ConfinedRunner | None:
         fd = create_ruleset(LandlockPlan(fs_rights_for_abi(abi), 0, 0, tuple(grants)), abi)
     except (LandlockUnavailable, OSError):
         return None
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
 
     def enter() -> None:  # on the worker thread only: no_new_privs and the domain are per thread
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-        if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, fd, 0) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+        enter_domain(fd)
 
     runner = ConfinedRunner(fd, enter)
     try:  # the first use proves it: an rg that is a wrapper script (a pyenv shim) needs more than this grants

@@ -167,6 +167,10 @@ class Runtime:
         policy = self.config.approval.policy
         base = "yolo" if self.config.yolo else policy if policy in ("ask", "auto") else "auto"
         self.mode = ModeState("plan" if plan else base, base)
+        if resumed:  # what the conversation was last told: a resumed plan session leaving plan mode says so
+            from kimi_cli.modes.plan import told_in
+
+            self.mode.told_plan = told_in(self.history)
         self.start_source = "resume" if resumed else "startup"
         self.hooks = open_hooks(self.workdir, lambda: self.session, lambda: self.mode.current)
 

@@ -37,6 +37,19 @@ REFUSED = (
 )
 
 
+def told_in(messages: Iterable[dict[str, Any]]) -> bool:
+    """Whether a conversation (a resumed session's) was last told that plan mode is on."""
+    for message in reversed(list(messages)):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, str):
+            continue
+        if content.startswith(ENTER[:30]):
+            return True
+        if content.startswith(LEAVE[:30]):
+            return False
+    return False
+
+
 def offered(tools: Iterable[Tool[Any]]) -> list[str]:
     """The tools plan mode runs: those whose declared facts change nothing (SetTodoList included)."""
     names = []

@@ -95,3 +95,14 @@ def test_the_spawner_holds_no_secret_in_its_environment(tmp_path: Path) -> None:
         assert SECRET.encode() not in environ and b"KIMI_API_KEY" not in environ
     finally:
         the_rig.close()
+
+
+def test_kill_minus_one_reaches_nothing_outside_the_command(rig: Rig, kimi_like: subprocess.Popen[bytes]) -> None:
+    """`kill -9 -1` signals every process the user may signal: kimi, the spawner, the user's shell. Run only
+    as a non-root user (the CI run as kimi-ci does): as root a failure would take the machine down."""
+    if os.geteuid() == 0:
+        pytest.skip("too dangerous to try as root; the non-root CI run covers it")
+    result = rig.run("kill -9 -1; echo still-here")
+    assert "still-here" in result.output
+    assert kimi_like.poll() is None
+    assert rig.run("echo next-command").output.startswith("exit code: 0")

@@ -83,9 +83,16 @@ class Spawner:
                     for listener in fds:
                         self.supervisor.add(listener)
                 elif self.supervisor.owns(fd):
-                    self.supervisor.handle(fd, mask)
-            self.supervisor.tick()
+                    self.guarded(self.supervisor.handle, fd, mask)
+            self.guarded(self.supervisor.tick)
             self.reap()
+
+    @staticmethod
+    def guarded(action, *args) -> None:  # type: ignore[no-untyped-def]
+        """The supervisor fails closed (the connect is refused, see supervise.py); whatever slips past that
+        must not end this loop, which would take every running command down with it."""
+        with contextlib.suppress(Exception):
+            action(*args)
 
     def start(self, request: dict) -> None:  # type: ignore[type-arg]
         out_r, out_w = os.pipe()

@@ -109,15 +109,23 @@ class Supervisor:
         except OSError as exc:
             _respond(listener, nid, exc.errno or errno.EPERM)
             return
+        except Exception:
+            _respond(listener, nid, errno.EPERM)
+            return
         pending = Pending(listener, nid, copy, address)
         try:
             err = self._check(tid, pending)
         except OSError as exc:
             err = exc.errno or errno.EACCES
+        except Exception:  # a bug here must refuse this connect, not take the spawner and every command down
+            err = errno.EACCES
         if err:
             self._done(pending, err)
-        else:
+            return
+        try:
             self._start(pending)
+        except Exception:
+            self._done(pending, errno.EACCES)
 
     def _fetch(self, listener: int, nid: int, tid: int, fd: int, ptr: int, length: int) -> tuple[int, bytes]:
         if not 2 <= length <= 128:

@@ -17,6 +17,7 @@ from kimi_cli import __version__
 from kimi_cli.acp_server.approver import MODES, make_approver, set_mode
 from kimi_cli.acp_server.client_mcp import client_mcp_config
 from kimi_cli.acp_server.effort import effort_options, set_effort
+from kimi_cli.acp_server.features import commands_update, run_prompt, session_modes
 from kimi_cli.acp_server.updates import EditTexts, to_updates
 from kimi_cli.agent.events import Event
 from kimi_cli.errors import ExitCode, KimiError
@@ -150,7 +151,9 @@ class KimiAcpAgent:
             session = await self._open(cwd, mcp_servers, None)
         except KimiError as exc:
             raise _request_error(exc) from None
-        return NewSessionResponse(session_id=session.id, modes=_modes("auto"), config_options=effort_options(session))
+        session.queue.put_nowait(commands_update(session))  # custom commands for the editor's / menu
+        return NewSessionResponse(session_id=session.id, modes=_modes(session.runtime.mode.current),
+                                  config_options=effort_options(session))  # fmt: skip
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any) -> Any:
         from acp.schema import LoadSessionResponse
@@ -162,16 +165,19 @@ class KimiAcpAgent:
         for message in session.agent.messages:
             for update in _replay(message):
                 session.queue.put_nowait(update)
+        session.queue.put_nowait(commands_update(session))
         await session.flush()
-        return LoadSessionResponse(modes=_modes("auto"), config_options=effort_options(session))
+        return LoadSessionResponse(modes=_modes(session.runtime.mode.current), config_options=effort_options(session))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> Any:
         from acp.schema import SetSessionModeResponse
 
         session = self._session(session_id)
-        if mode_id not in MODES:
-            raise _invalid(f"unknown mode {mode_id!r}; modes: {', '.join(MODES)}")
-        set_mode(session.approver, mode_id)
+        if mode_id not in MODES and mode_id != "plan":
+            raise _invalid(f"unknown mode {mode_id!r}; modes: {', '.join([*MODES, 'plan'])}")
+        if mode_id != "plan":  # plan mode keeps the approval policy of the mode before it
+            set_mode(session.approver, mode_id)
+        session.runtime.mode.set(mode_id)
         return SetSessionModeResponse()
 
     async def set_config_option(self, config_id: str, session_id: str, value: Any, **kwargs: Any) -> Any:
@@ -183,7 +189,7 @@ class KimiAcpAgent:
 
         session = await self._settle_trust(self._session(session_id))
         message = await asyncio.to_thread(_user_message, prompt, session.runtime.image_limits())  # Pillow
-        session.turn = asyncio.ensure_future(session.agent.run(message))
+        session.turn = asyncio.ensure_future(run_prompt(session, message))  # /commands, plan approval
         try:
             outcome = await session.turn
             reason = STOP_REASONS.get(outcome.reason, "end_turn")
@@ -225,6 +231,7 @@ class KimiAcpAgent:
         fresh = await self._open(str(session.runtime.workdir), session.mcp_servers, session.id)
         fresh.trust_asked = True
         fresh.approver.policy, fresh.approver.yolo = session.approver.policy, session.approver.yolo
+        fresh.runtime.mode.set(session.runtime.mode.current)
         return fresh
 
     def _session(self, session_id: str) -> AcpSession:
@@ -244,14 +251,7 @@ class KimiAcpAgent:
 
 
 def _modes(current: str) -> Any:
-    from acp.schema import SessionMode, SessionModeState
-
-    modes = [
-        SessionMode(id="ask", name="Ask", description="Ask before every command"),
-        SessionMode(id="auto", name="Auto", description="Sandboxed commands run; the rest asks"),
-        SessionMode(id="yolo", name="Yolo", description="Approve everything (the sandbox still applies)"),
-    ]
-    return SessionModeState(current_mode_id=current, available_modes=modes)
+    return session_modes(current)  # ask, auto, plan, yolo (kimi_cli.acp_server.features)
 
 
 def _user_message(blocks: list[Any], limits: Any = None) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""Issue 30's features through ACP (a real ACP client against `kimi acp` and the scripted server): plan mode
+as a session mode with the plan approved by a permission request, and custom commands as the session's
+available commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import acp
+
+from conftest import tool_call, tool_results
+from scripted_server import ScriptedModelServer
+from test_acp import RecordingClient, run
+
+
+class PlanClient(RecordingClient):
+    """Approves the plan (and any other permission) with the option it is told to pick."""
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
+        from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+        self.permissions.append(tool_call)
+        wanted = self.answer if any(o.option_id == self.answer for o in options) else options[0].option_id
+        return RequestPermissionResponse(outcome=AllowedOutcome(option_id=wanted, outcome="selected"))
+
+
+def test_plan_mode_is_a_session_mode_and_an_approved_plan_runs(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    fix = {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}
+    server.add(
+        {"tool_calls": [tool_call("StrReplaceFile", fix, "early")]},
+        {"text": "PLAN: change a - b to a + b."},
+        {"tool_calls": [tool_call("StrReplaceFile", fix, "s1")]},
+        {"text": "Done."},
+    )
+    client = PlanClient("approve")
+    modes: list[str] = []
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        modes.extend(m.id for m in session.modes.available_modes)
+        await conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+        return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix add")])
+
+    response = run(repo, env, server, client, flow)
+    assert response.stop_reason == "end_turn" and modes == ["ask", "auto", "plan", "yolo"]
+    assert "refused: plan mode is on" in tool_results(server, 1)[-1]
+    assert client.permissions[0].title == "Approve the plan?"
+    switched = [u.current_mode_id for u in client.updates if u.session_update == "current_mode_update"]
+    assert switched == ["auto"]
+    assert "a + b" in (repo / "calc.py").read_text()
+    users = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "user"]
+    assert users[-1].startswith("I approve the plan") and "Plan mode is over" in users[-2]
+
+
+def test_keep_planning_changes_nothing(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    server.add({"text": "PLAN: something."})
+    client = PlanClient("keep_planning")
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+        return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("plan it")])
+
+    assert run(repo, env, server, client, flow).stop_reason == "end_turn"
+    assert len(server.requests) == 1 and not [u for u in client.updates if u.session_update == "current_mode_update"]
+
+
+def test_custom_commands_are_offered_and_expand(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    (repo / ".claude/commands").mkdir(parents=True)
+    (repo / ".claude/commands/review.md").write_text(
+        "---\ndescription: Review with a focus\nargument-hint: [focus]\n---\nReview with a focus on $ARGUMENTS."
+    )
+    server.add({"text": "Reviewed."})
+    client = PlanClient()
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("/review naming")])
+
+    assert run(repo, env, server, client, flow).stop_reason == "end_turn"
+    offered = next(u for u in client.updates if u.session_update == "available_commands_update")
+    (review,) = offered.available_commands
+    assert review.name == "review" and "Review with a focus" in review.description
+    assert review.input.root.hint == "[focus]"
+    assert server.requests[0]["messages"][-1]["content"] == "Review with a focus on naming."
+    assert "naming" in json.dumps(server.requests[0]["messages"])

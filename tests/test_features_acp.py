@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import acp
+from test_acp import RecordingClient, run
 
 from conftest import tool_call, tool_results
 from scripted_server import ScriptedModelServer
-from test_acp import RecordingClient, run
 
 
 class PlanClient(RecordingClient):

@@ -93,7 +93,7 @@ def parse_answer(text: str) -> Any:
         stripped = fenced.group(1).strip()
     try:
         return json.loads(stripped)
-    except ValueError as first:
+    except json.JSONDecodeError as first:
         for opener, closer in (("{", "}"), ("[", "]")):
             start, end = stripped.find(opener), stripped.rfind(closer)
             if 0 <= start < end:

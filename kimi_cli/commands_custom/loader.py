@@ -127,7 +127,7 @@ def load_commands(workdir: Path) -> dict[str, CustomCommand]:
 
 def widenings(folder: Path) -> list[tuple[str, object, str]]:
     """For kimi_cli.trust: project commands that run `!cmd` lines or pre-approve tools (key, value, words)."""
-    found = []
+    found: list[tuple[str, object, str]] = []
     for source, root in ROOTS:
         if source != "project":
             continue

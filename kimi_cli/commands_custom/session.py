@@ -100,7 +100,13 @@ class TurnScope:
         if allow is not None and self.rules:
             added = [r for r in self.rules if r not in allow]
             allow.extend(added)
-            self._undo.append(lambda: [allow.remove(r) for r in added if r in allow])
+
+            def forget() -> None:
+                for rule in added:
+                    if rule in allow:
+                        allow.remove(rule)
+
+            self._undo.append(forget)
             notes.append(f"/{self.command.name} allows for this turn: {', '.join(self.rules)}")
         model = self.command.model
         if model and provider is not None and runtime is not None and model != runtime.endpoint.model:

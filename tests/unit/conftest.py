@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.append(str(Path(__file__).parent))  # after tests/: `from conftest import` must find tests/conftest.py
 
 HERE = Path(__file__).parent
 

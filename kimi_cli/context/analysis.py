@@ -111,13 +111,16 @@ class Analyzer:
         keys: dict[str, str],
         read: Callable[[str], str | None],
         want: Callable[[], int] | None = None,
+        shared: Any = None,
     ) -> Generator[tuple[str, Outline | None], None, None]:
         """(path, outline) in the order of `paths`, parsed lazily, a batch at a time. `want()` says how many
         more files the caller expects to use (batches are sized to it, 4 to 64); without it batches double
         from 8. When a batch is big enough to repay worker processes, it is parsed in them, with the next
         batch parsing while this one is used; in process nothing is parsed ahead. The caller stops when it
-        has enough; close() cancels the rest. Texts are read (and keys taken) a batch at a time."""
+        has enough; close() cancels the rest. Texts are read (and keys taken) a batch at a time. `shared`:
+        a process pool to use (not shut down here) instead of one of its own."""
         pool: Any = None
+        started: list[Any] = []
         ahead: deque[tuple[list[str], dict[str, Any], list[Any]]] = deque()
         start, size = 0, 8
 
@@ -133,13 +136,17 @@ class Analyzer:
             todo = [(p, texts[p]) for p in batch if p in texts and keys[p] not in cached]
             work = sum(len(t) for _, t in todo)
             if pool is None and self.workers >= 2 and work >= PARALLEL_MIN_BYTES // 4:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
+                if shared is not None:
+                    pool = shared
+                else:
+                    import multiprocessing
+                    from concurrent.futures import ProcessPoolExecutor
 
-                pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+                    pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
             if pool is not None and todo:
                 parts = [todo[i :: self.workers] for i in range(self.workers)]
                 futures = [(part, pool.submit(_outline_batch, part)) for part in parts if part]
+                started.extend(future for _part, future in futures)
                 ahead.append((batch, cached, futures))
             else:
                 ahead.append((batch, cached, [(todo, _outline_batch(todo))] if todo else []))
@@ -164,7 +171,9 @@ class Analyzer:
                 if not ahead and start < len(paths):
                     submit()
         finally:
-            if pool is not None:
+            for future in started:
+                future.cancel()
+            if pool is not None and pool is not shared:
                 pool.shutdown(wait=False, cancel_futures=True)
 
     def _run(self, todo: list[tuple[str, str]]) -> list[tuple[str, str]]:

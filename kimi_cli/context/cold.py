@@ -32,7 +32,15 @@ from kimi_cli.context.packer import (
 )
 from kimi_cli.context.rank import kind_weight, rank_files, task_mentions
 from kimi_cli.context.relevance import query_terms
-from kimi_cli.context.scan import FileFacts, Scan, analyse_nodes, names_used, scan_repository, worker_count
+from kimi_cli.context.scan import (
+    FileFacts,
+    Scan,
+    Workers,
+    analyse_nodes,
+    names_used,
+    scan_repository,
+    worker_count,
+)
 from kimi_cli.context.select import Reader, choose_full, choose_outlines
 
 if TYPE_CHECKING:
@@ -40,6 +48,7 @@ if TYPE_CHECKING:
 
 MAX_GRAPH = 3000  # source files in the reference graph of a big tree: the ones that can still win a place
 MAX_GRAPH_CHARS = 1_000_000  # a bigger file (a generated table) is not searched for names
+MAX_GRAPH_TOTAL = 25_000_000  # characters in the graph at most (SQLAlchemy's source and tests: 21M; torch: 126M)
 
 
 @dataclass
@@ -51,9 +60,16 @@ class Cold:
 
 
 def cold_pack(packer: RepoPacker, paths: list[str], task: str, budget: int, disk_bytes: int) -> Cold:
+    workers = Workers(min(worker_count(), packer.analyzer.workers))
+    try:
+        return _cold_pack(packer, paths, task, budget, disk_bytes, workers)
+    finally:
+        workers.close()
+
+
+def _cold_pack(packer: RepoPacker, paths: list[str], task: str, budget: int, disk_bytes: int, workers: Workers) -> Cold:
     named = frozenset(task_mentions(task, paths)[0]) if task.strip() else frozenset()
     terms = query_terms(task) if task.strip() else {}
-    workers = worker_count()
     scan = scan_repository(
         packer.root, paths, terms, named, packer.max_file_bytes, int(budget * MAX_CHARS_PER_TOKEN),
         sizes_hint=disk_bytes, workers=workers, progress=packer.progress,
@@ -86,7 +102,8 @@ def cold_pack(packer: RepoPacker, paths: list[str], task: str, budget: int, disk
         outlines: dict[str, Outline] = {}
         if not fits:
             packer.progress("outlining", 0, 0)
-            outlines = choose_outlines(candidates, facts, modes, costs, used, room, packer.analyzer, reader, keys)
+            pool = workers.pool() if workers.count >= 2 else None
+            outlines = choose_outlines(candidates, facts, modes, costs, used, room, packer.analyzer, reader, keys, pool)
     why.update({p: f"listed only: {f.demoted}" for p, f in facts.items() if f.demoted})
     repo_tokens, exact = repo_total(facts, tokens)
     shown_keys = {p: keys[p] for p in list(tokens) + list(modes) if p in keys}
@@ -100,7 +117,7 @@ def cold_pack(packer: RepoPacker, paths: list[str], task: str, budget: int, disk
 
 
 def rank_scanned(
-    root: Path, task: str, scan: Scan, named: frozenset[str], max_bytes: int, workers: int = 1
+    root: Path, task: str, scan: Scan, named: frozenset[str], max_bytes: int, workers: Workers | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """Order and reasons for a scanned repository: the reference graph of its candidates, then rank_files."""
     live = [p for p, f in scan.facts.items() if not f.demoted]
@@ -124,19 +141,27 @@ def rank_repository(root: Path, task: str, max_bytes: int = 1_000_000) -> tuple[
 
 
 def graph_nodes(task: str, scan: Scan, live: list[str], named: frozenset[str]) -> list[str]:
-    """The source files in the reference graph. On a big tree, the ones that can still win a place: with a
-    task, the files it names and the best lexical hits; then the project's own source, shallow and small
-    first."""
+    """The source files in the reference graph. On a big tree (more than MAX_GRAPH files or
+    MAX_GRAPH_TOTAL characters: what the graph costs grows with both), the ones that can still win a place:
+    with a task, the files it names and the best lexical hits; then the project's own source, shallow and
+    small first."""
     facts = scan.facts
     usable = [p for p in live if facts[p].lang is not None and facts[p].chars <= MAX_GRAPH_CHARS]
-    if len(usable) <= MAX_GRAPH:
+    if len(usable) <= MAX_GRAPH and sum(facts[p].chars for p in usable) <= MAX_GRAPH_TOTAL:
         return sorted(usable)
     chosen: list[str] = [p for p in usable if p in named]
     if task.strip():
         scores = scan.lexical()
         chosen += sorted((p for p in usable if p in scores), key=lambda p: (-scores[p], p))[: MAX_GRAPH // 2]
     chosen += sorted(usable, key=lambda p: (-kind_weight(p, task), p.count("/"), facts[p].chars, p))
-    return sorted(dict.fromkeys(chosen[:MAX_GRAPH]))
+    nodes: list[str] = []
+    total = 0
+    for path in dict.fromkeys(chosen):
+        if len(nodes) >= MAX_GRAPH or total + facts[path].chars > MAX_GRAPH_TOTAL:
+            break
+        nodes.append(path)
+        total += facts[path].chars
+    return sorted(nodes)
 
 
 def repo_total(facts: dict[str, FileFacts], tokens: dict[str, int]) -> tuple[int, bool]:

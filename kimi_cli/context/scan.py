@@ -83,6 +83,28 @@ def node_facts(path: str, lang: str, text: str) -> tuple[tuple[str, ...], tuple[
     return defs, import_specs(lang, text)
 
 
+class Workers:
+    """One pool of forked workers for a whole cold pack, started on first use: forking a process that holds
+    100 MB costs 30-100 ms here, once rather than once per stage."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._pool: Any = None
+
+    def pool(self) -> Any:
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(self.count, mp_context=multiprocessing.get_context("fork"))
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
 def scan_repository(
     root: Path,
     paths: list[str],
@@ -91,13 +113,13 @@ def scan_repository(
     max_bytes: int,
     hold_chars: int,
     sizes_hint: int = 0,
-    workers: int = 1,
+    workers: Workers | None = None,
     progress: object = None,
 ) -> Scan:
     """Read every path once. `hold_chars`: keep texts while their total stays under this (then drop them
     all: the repository cannot fit, and later stages read what they need). `sizes_hint`: bytes on disk,
     to decide whether workers pay."""
-    if workers >= 2 and sizes_hint >= PARALLEL_MIN_BYTES and len(paths) >= 200:
+    if workers is not None and workers.count >= 2 and sizes_hint >= PARALLEL_MIN_BYTES and len(paths) >= 200:
         return _scan_parallel(root, paths, terms, named, max_bytes, workers)
     scan = Scan(terms=terms)
     holding = True
@@ -153,26 +175,21 @@ def _scan_slice(
 
 
 def _scan_parallel(
-    root: Path, paths: list[str], terms: dict[str, float], named: frozenset[str], max_bytes: int, workers: int
+    root: Path, paths: list[str], terms: dict[str, float], named: frozenset[str], max_bytes: int, workers: Workers
 ) -> Scan:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     scan = Scan(terms=terms)
-    step = max(50, len(paths) // (workers * 8))
-    slices = [paths[i : i + step] for i in range(0, len(paths), step)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        jobs = [(str(root), part, terms, named, max_bytes) for part in slices]
-        for result in pool.map(_scan_slice, jobs):
-            for kind, item in result:
-                if kind == "skipped":
-                    scan.skipped[item[0]] = [item[1], item[2]]
-                else:
-                    _add(scan, *item)
+    step = max(50, len(paths) // (workers.count * 8))
+    jobs = [(str(root), paths[i : i + step], terms, named, max_bytes) for i in range(0, len(paths), step)]
+    for result in workers.pool().map(_scan_slice, jobs):
+        for kind, item in result:
+            if kind == "skipped":
+                scan.skipped[item[0]] = [item[1], item[2]]
+            else:
+                _add(scan, *item)
     return scan
 
 
-def analyse_nodes(root: Path, scan: Scan, nodes: list[str], max_bytes: int, workers: int = 1) -> None:
+def analyse_nodes(root: Path, scan: Scan, nodes: list[str], max_bytes: int, workers: Workers | None = None) -> None:
     """Fill in `defs` and `imports` of the graph's candidates (read again, or from the held texts)."""
     facts = scan.facts
     langs = {p: facts[p].lang for p in nodes}
@@ -187,49 +204,44 @@ def names_used(
     defined: frozenset[str],
     max_bytes: int,
     held: dict[str, str] | None = None,
-    workers: int = 1,
+    workers: Workers | None = None,
 ) -> dict[str, frozenset[str]]:
     """For each path, the names of `defined` its text mentions (the reference graph's raw material)."""
     return _per_node(root, paths, held or {}, max_bytes, workers, ("uses", defined))
 
 
-_JOB: tuple[str, Any] = ("", None)  # what the forked workers compute: inherited, not pickled per slice
-
-
-def _one(path: str, text: str) -> Any:
-    kind, arg = _JOB
+def _one(path: str, text: str, job: tuple[str, Any]) -> Any:
+    kind, arg = job
     if kind == "uses":
         return frozenset(IDENTIFIER.findall(text)) & arg
     return node_facts(path, arg[path], text)
 
 
 def _per_node(
-    root: Path, paths: list[str], held: dict[str, str], max_bytes: int, workers: int, job: tuple[str, Any]
+    root: Path, paths: list[str], held: dict[str, str], max_bytes: int, workers: Workers | None, job: tuple[str, Any]
 ) -> dict[str, Any]:
     """`job` over each path's text: the held ones here, the rest read again (in workers when it pays)."""
-    global _JOB
-    _JOB = job
-    try:
-        out = {p: _one(p, held[p]) for p in paths if p in held}
-        rest = [p for p in paths if p not in held]
-        slices = [rest[i : i + 100] for i in range(0, len(rest), 100)]
-        if workers >= 2 and len(slices) >= 3:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                for answer in pool.map(_node_slice, [(str(root), part, max_bytes) for part in slices]):
-                    out.update(answer)
-        else:
-            for part in slices:
-                out.update(_node_slice((str(root), part, max_bytes)))
-        return out
-    finally:
-        _JOB = ("", None)
+    out = {p: _one(p, held[p], job) for p in paths if p in held}
+    rest = [p for p in paths if p not in held]
+    slices = [rest[i : i + 100] for i in range(0, len(rest), 100)]
+    if workers is not None and workers.count >= 2 and len(slices) >= 3:
+        kind, arg = job
+        for answer in workers.pool().map(_node_slice, [(str(root), part, max_bytes, kind, _part_of(arg, part, kind))
+                                                      for part in slices]):  # fmt: skip
+            out.update(answer)
+    else:
+        for part in slices:
+            out.update(_node_slice((str(root), part, max_bytes, *job)))
+    return out
 
 
-def _node_slice(job: tuple[str, list[str], int]) -> dict[str, Any]:
-    root, paths, max_bytes = job
+def _part_of(arg: Any, part: list[str], kind: str) -> Any:
+    """What one slice's job needs: the defined names whole, the languages of its own paths only."""
+    return arg if kind == "uses" else {p: arg[p] for p in part}
+
+
+def _node_slice(task: tuple[str, list[str], int, str, Any]) -> dict[str, Any]:
+    root, paths, max_bytes, kind, arg = task
     from kimi_cli.tools.safe_fs import rooted
 
     out: dict[str, Any] = {}
@@ -237,7 +249,7 @@ def _node_slice(job: tuple[str, list[str], int]) -> dict[str, Any]:
         for path in paths:
             text = read_record(Path(root), path, max_bytes, root_fd).text
             if text is not None:
-                out[path] = _one(path, text)
+                out[path] = _one(path, text, (kind, arg))
     return out
 
 

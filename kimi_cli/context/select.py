@@ -112,8 +112,10 @@ def choose_outlines(
     analyzer: Analyzer,
     reader: Reader,
     keys: dict[str, str],
+    pool: Any = None,
 ) -> dict[str, Outline]:
-    """Outlines of the next files in order while the room lasts; parsing stops when it is spent."""
+    """Outlines of the next files in order while the room lasts; parsing stops when it is spent. `pool`:
+    the cold pack's worker processes, for batches big enough to repay them."""
     pending = [
         p for p in order
         if p not in modes and not facts[p].demoted and facts[p].chars <= MAX_PARSE_CHARS and language_for(p)
@@ -130,7 +132,7 @@ def choose_outlines(
             return 8
         return int((room - used) / max(1.0, sum(seen) / len(seen))) + 4
 
-    stream = analyzer.outlines_in_order(pending, keys, reader.text, want)  # a generator: close() stops it
+    stream = analyzer.outlines_in_order(pending, keys, reader.text, want, pool)  # close() stops it
     try:
         for path, outline in stream:
             if outline is None or not outline.defs:

@@ -115,12 +115,11 @@ class Runtime:
         info = lookup(endpoint.model, endpoint.provider, _overrides(config))
         window, window_source = resolve_context_length(endpoint, config.context_length, info)
         from kimi_cli.agent.prompt import session_environment
-        from kimi_cli.skills.loader import load_skills, render
+        from kimi_cli.skills.loader import skills_slot
 
-        skills = load_skills(workdir)  # read once: the skills section stays the same for the whole session
-        skills_text = render(skills)
+        skills, slot = skills_slot(workdir)  # read once: the skills section stays the same for the whole session
         environment = session_environment(workdir, config, endpoint.model, window)
-        prefix = PrefixBuilder(workdir, skills=lambda root: skills_text, environment=environment)
+        prefix = PrefixBuilder(workdir, skills=slot, environment=environment)
         context = SessionContext(
             workdir,
             prefix.message,

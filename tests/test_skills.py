@@ -65,3 +65,10 @@ def test_a_project_skill_is_a_workspace_file(repo: Path, env: dict, server: Scri
     assert (
         "- release: Cut a release (read .kimi/skills/release/SKILL.md)" in server.requests[0]["messages"][0]["content"]
     )
+
+
+def test_kimi_prompt_shows_the_same_skills_section(repo: Path, env: dict) -> None:
+    write(repo / ".kimi/skills/release/SKILL.md", "---\nname: release\ndescription: Cut a release\n---\nTag it.")
+    proc = run_kimi(["prompt"], repo, env)
+    assert proc.returncode == 0, proc.stderr
+    assert "- release: Cut a release (read .kimi/skills/release/SKILL.md)" in proc.stdout

@@ -69,7 +69,11 @@ def build_prefix(root: Path, task: str, pack: bool | None, budget: int | None) -
         model = config.model or DEFAULT_MODEL
         window = config.context_length or lookup(model, provider, overrides).context_window
         notes.append(f"endpoint not usable here ({str(exc).splitlines()[0]}); window from the model table")
-    prefix = PrefixBuilder(root, environment=session_environment(root, config, model, window))
+    from kimi_cli.skills.loader import skills_slot
+
+    prefix = PrefixBuilder(
+        root, skills=skills_slot(root)[1], environment=session_environment(root, config, model, window)
+    )
     context = SessionContext(
         root,
         prefix.message,

@@ -12,6 +12,7 @@ else there (kimi_cli.tools.read_roots); project skills are workspace files and r
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +98,13 @@ def render(skills: list[Skill]) -> str:
     for skill in skills:
         lines.append(f"- {skill.name}: {skill.description} (read {skill.skill_md})")
     return "\n".join(lines)
+
+
+def skills_slot(workdir: Path) -> tuple[list[Skill], Callable[[Path], str]]:
+    """The skills and the PrefixBuilder slot that lists them (rendered once: the prefix stays the same)."""
+    skills = load_skills(workdir)
+    text = render(skills)
+    return skills, lambda root: text
 
 
 def read_roots(skills: list[Skill]) -> list[tuple[str, Path]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
+
 from conftest import run_kimi
 from scripted_server import ScriptedModelServer
 
@@ -32,6 +34,8 @@ def test_the_model_sees_the_schema_and_a_valid_answer_is_the_structured_output(
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["structured_output"] == {"files": 2, "names": ["calc.py", "README.md"]}
+    headless = json.loads((Path(__file__).parent.parent / "kimi_cli/ui/headless.schema.json").read_text())
+    jsonschema.validate(result, headless)  # the documented result shape, structured_output included
     task = server.requests[0]["messages"][-1]["content"]
     assert task.startswith("list the files") and '"additionalProperties": false' in task
 

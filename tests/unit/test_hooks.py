@@ -214,3 +214,20 @@ def test_plan_mode_refuses_writes_by_their_facts_and_runs_reads(repo: Path) -> N
     provider.answers.append(text("done"))
     asyncio.run(agent.run(user("go")))
     assert "Plan mode is over" in provider.requests[2].messages[-2]["content"]
+
+
+def test_updated_input_may_not_turn_a_read_into_a_write(repo: Path, tmp_path: Path) -> None:
+    from kimi_cli.tools.git_tool import Git
+
+    answer = {"hookSpecificOutput": {"updatedInput": {"command": "restore", "paths": ["calc.py"]}}}
+    (repo / "calc.py").write_text("changed\n")
+    hooks = session_for(repo, [hook("PreToolUse", f"json '{json.dumps(answer)}'")], tmp_path / "log")
+    provider = FakeProvider(calls(("Git", {"command": "status"})), text("ok"))
+    asyncio.run(agent_for(provider, [Git()], repo, gate=SessionGate(hooks=hooks)).run(user("status")))
+    assert "may do more than the one asked for" in provider.requests[1].messages[-1]["content"]
+    assert (repo / "calc.py").read_text() == "changed\n"  # the restore never ran
+    answer = {"hookSpecificOutput": {"updatedInput": {"command": "log", "max_count": 1}}}
+    hooks = session_for(repo, [hook("PreToolUse", f"json '{json.dumps(answer)}'")], tmp_path / "log")
+    provider = FakeProvider(calls(("Git", {"command": "status"})), text("ok"))
+    asyncio.run(agent_for(provider, [Git()], repo, gate=SessionGate(hooks=hooks)).run(user("status")))
+    assert "initial" in provider.requests[1].messages[-1]["content"]  # a read into another read runs

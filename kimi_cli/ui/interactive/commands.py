@@ -26,7 +26,7 @@ from kimi_cli.ui.sanitize import visible, visible_text
 KEYS_HELP = (
     "Enter sends · Esc+Enter or Alt+Enter: newline · Esc or Ctrl-C: interrupt the turn · "
     "typing during a turn queues a message (↑ edits it) · Ctrl-O: the last tool output in full · "
-    "Ctrl-C twice or Ctrl-D: exit · @path completes files, @shot.png attaches"
+    "Ctrl-C twice or Ctrl-D: exit · @path completes files, @shot.png attaches · Shift+Tab: ask → auto → plan mode"
 )
 
 

@@ -46,6 +46,7 @@ class ScriptedModelServer:
         self.script: list[dict[str, Any]] = list(script or [])
         self.model_info = {"context_length": 1048576} if model_info is None else model_info  # in /v1/models
         self.props = props  # llama.cpp's GET /props, when set
+        self.required_key: str | None = None  # when set, GET /models answers 401 without `Bearer KEY`
         self.default = default  # answered when the script is used up (benchmarks); None: an error instead
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -115,6 +116,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:
+        key = self.owner.required_key
+        if key and self.path.rstrip("/").endswith("/models") and self.headers.get("authorization") != f"Bearer {key}":
+            self._json(401, {"error": {"message": "invalid api key", "type": "authentication_error"}})
+            return
         if self.path.rstrip("/").endswith("/models"):
             data = {
                 "object": "list",

@@ -120,6 +120,15 @@ class Terminal:
             if not self.pump(0.1) and text not in self.transcript:
                 pytest.fail(f"kimi exited while waiting for {text!r}; the screen:\n{self.display}")
 
+    def wait_count(self, text: str, count: int, timeout: float = 30.0) -> None:
+        """Until `text` has been printed `count` times in all (a panel printed once per question, say)."""
+        deadline = time.monotonic() + timeout
+        while self.transcript.count(text) < count:
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {text!r} to be printed {count} times; the screen:\n{self.display}")
+            if not self.pump(0.1) and self.transcript.count(text) < count:
+                pytest.fail(f"kimi exited while waiting for {text!r}; the screen:\n{self.display}")
+
     def settle(self, quiet: float = 0.4, timeout: float = 10.0) -> str:
         """Until the screen stops changing for `quiet` seconds (the spinner aside)."""
         deadline = time.monotonic() + timeout

@@ -38,6 +38,7 @@ from kimi_cli.ui.interactive.render import TerminalRenderer
 from kimi_cli.ui.interactive.status import SessionStatus, elapsed, money, short_tokens
 from kimi_cli.ui.sanitize import visible, visible_text
 
+OUTPUT_EVERY = 0.05
 ANSWERS = {"yes": "yes, once", "always": "always", "save": "always (saved)", "no": "no"}
 
 
@@ -215,12 +216,14 @@ class InteractiveApp:
     # --- the loop ---------------------------------------------------------------------------------------
 
     async def run(self) -> int:
-        from prompt_toolkit.patch_stdout import patch_stdout
+        from prompt_toolkit.patch_stdout import StdoutProxy
 
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):  # Ctrl-C while the terminal is not raw
             loop.add_signal_handler(signal.SIGINT, self.interrupt, "ctrl-c")
-        with patch_stdout(raw=True):
+        # Everything printed goes above the input line; written at most every OUTPUT_EVERY seconds.
+        proxy = StdoutProxy(raw=True, sleep_between_writes=OUTPUT_EVERY)
+        with proxy, contextlib.redirect_stdout(proxy), contextlib.redirect_stderr(proxy):  # type: ignore[type-var]
             self.banner()
             ui = asyncio.ensure_future(self.input.run())
             try:

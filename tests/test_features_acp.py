@@ -83,8 +83,37 @@ def test_custom_commands_are_offered_and_expand(repo: Path, env: dict, server: S
 
     assert run(repo, env, server, client, flow).stop_reason == "end_turn"
     offered = next(u for u in client.updates if u.session_update == "available_commands_update")
-    (review,) = offered.available_commands
+    init, review = offered.available_commands
+    assert init.name == "init"
     assert review.name == "review" and "Review with a focus" in review.description
     assert review.input.root.hint == "[focus]"
     assert server.requests[0]["messages"][-1]["content"] == "Review with a focus on naming."
     assert "naming" in json.dumps(server.requests[0]["messages"])
+
+
+def test_hooks_skills_and_init_through_acp(repo: Path, home: Path, env: dict, server: ScriptedModelServer) -> None:
+    guard = Path(__file__).resolve().parent / "fixtures" / "hooks" / "block_rm_rf.py"
+    config = home / ".kimi" / "config.toml"
+    config.write_text(config.read_text() + f'\n[[hooks.PreToolUse]]\nmatcher = "Bash"\ncommand = "python3 {guard}"\n')
+    (home / ".kimi/skills/pdf").mkdir(parents=True)
+    (home / ".kimi/skills/pdf/SKILL.md").write_text("---\nname: pdf\ndescription: Read PDF files\n---\nbody")
+    (repo / "build").mkdir()
+    agents = "# calc\n\nTest: `python -m pytest`\n"
+    server.add(
+        {"tool_calls": [tool_call("Shell", {"command": "rm -rf build"}, "s1")]},
+        {"text": "kept build"},
+        {"tool_calls": [tool_call("WriteFile", {"path": "AGENTS.md", "content": agents}, "w1")]},
+        {"text": "wrote it"},
+    )
+    client = PlanClient()
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("clean up")])
+        return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("/init")])
+
+    assert run(repo, env, server, client, flow).stop_reason == "end_turn"
+    assert "rm -rf is not allowed here" in tool_results(server, 1)[-1] and (repo / "build").is_dir()
+    assert "- pdf: Read PDF files" in server.requests[0]["messages"][0]["content"]
+    assert server.requests[2]["messages"][-1]["content"].startswith("Write AGENTS.md")
+    assert (repo / "AGENTS.md").read_text() == agents

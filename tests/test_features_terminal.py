@@ -161,3 +161,22 @@ def test_hooks_skills_fork_and_init_in_the_terminal(
     assert not (repo / "AGENTS.md").exists()
     init_task = server.requests[1]["messages"][-1]["content"]
     assert init_task.startswith("Write AGENTS.md") and "hello there" in json.dumps(server.requests[1]["messages"])
+
+
+def test_a_claude_code_guard_blocks_rm_rf_in_the_terminal(
+    repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    guard = Path(__file__).resolve().parent / "fixtures" / "hooks" / "block_rm_rf.py"
+    config = home / ".kimi" / "config.toml"
+    config.write_text(config.read_text() + f'\n[[hooks.PreToolUse]]\nmatcher = "Bash"\ncommand = "python3 {guard}"\n')
+    (repo / "build").mkdir()
+    server.add({"tool_calls": [tool_call("Shell", {"command": "rm -rf build"}, "s1")]}, {"text": "kept build"})
+    term = spawn(repo, env, server)
+    try:
+        term.line("clean up")
+        term.wait_for_output("kept build")
+        assert "rm -rf is not allowed here" in term.transcript  # the model's reason, shown as the call's result
+        assert term.exit() == 0
+    finally:
+        term.close()
+    assert (repo / "build").is_dir() and "rm -rf is not allowed here" in tool_results(server, 1)[-1]

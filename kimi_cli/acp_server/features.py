@@ -11,6 +11,7 @@ from kimi_cli.agent.loop import RunOutcome
 from kimi_cli.logs import get_logger
 
 log = get_logger("acp")
+BUILT_INS = {"init": "write or improve AGENTS.md from the repository (undo takes it back)"}
 MODE_DESCRIPTIONS = {
     "ask": ("Ask", "Ask before every command"),
     "auto": ("Auto", "Sandboxed commands run; the rest asks"),
@@ -33,9 +34,9 @@ def commands_update(session: Any) -> Any:
 
     from kimi_cli.commands_custom.session import CommandSet
 
-    commands = CommandSet.load(session.runtime.workdir)
+    commands = CommandSet.load(session.runtime.workdir, BUILT_INS)
     session.custom_commands = commands
-    listed = []
+    listed = [AvailableCommand(name=name, description=text) for name, text in BUILT_INS.items()]
     for command in commands.commands.values():
         hint = command.argument_hint
         listed.append(
@@ -79,7 +80,11 @@ async def _expand(session: Any, message: dict[str, Any]) -> tuple[dict[str, Any]
     from kimi_cli.commands_custom.session import CommandSet, TurnScope, prepare
 
     text = _text_of(message)
-    commands = getattr(session, "custom_commands", None) or CommandSet.load(session.runtime.workdir)
+    if text.strip() == "/init":  # the built-in: the AGENTS.md task, as in the terminal
+        from kimi_cli.init_cmd import init_prompt
+
+        return {"role": "user", "content": init_prompt(session.runtime.workdir)}, None
+    commands = getattr(session, "custom_commands", None) or CommandSet.load(session.runtime.workdir, BUILT_INS)
     found = commands.find(text) if text.startswith("/") else None
     if found is None:
         return message, None

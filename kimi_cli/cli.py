@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -190,7 +191,7 @@ def main_command(
         "context_length": context_length,
         "thinking": False if no_thinking else None,
         "effort": effort,
-        "mcp_config": [str(p) for p in mcp_config] if mcp_config else None,
+        "mcp_config": [os.path.abspath(p.expanduser()) for p in mcp_config] if mcp_config else None,
         "yolo": yolo or None,
         "trust": trust_folder or None,
         "plan": plan or None,

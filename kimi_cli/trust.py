@@ -49,7 +49,8 @@ WIDENING: dict[str, Any] = {
 # Files of the folder, not settings, that widen what kimi does: the scripts its hooks run, its custom commands
 # that run `!cmd` or pre-approve tools. "module:function" (folder) -> [(key, value, description)]; the values
 # go into the digest, so a changed script or command asks again.
-FILE_WIDENINGS = ("kimi_cli.hooks.pins:widenings", "kimi_cli.commands_custom.loader:widenings")
+FILE_WIDENINGS = ("kimi_cli.hooks.pins:widenings", "kimi_cli.commands_custom.loader:widenings",
+                  "kimi_cli.mcp.host_launch:widenings")  # fmt: skip
 WHAT = {
     "base_url": "send requests (and your API key) to {value}",
     "provider": "use the provider {value}",

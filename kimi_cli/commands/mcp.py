@@ -86,7 +86,10 @@ def _load() -> dict:  # type: ignore[type-arg]
 def _start(servers: dict) -> object:  # type: ignore[type-arg]
     from kimi_cli.logs import log_dir
     from kimi_cli.mcp.manager import McpManager
+    from kimi_cli.tools.host_exec import sandbox_writable
 
+    if Path.cwd() != Path("/"):  # a workspace: its .venv/bin is no place to find a server's program
+        sandbox_writable(Path.cwd())
     manager = McpManager(servers, log_dir())
     manager.start()
     manager.wait_settled()

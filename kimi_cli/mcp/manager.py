@@ -34,6 +34,13 @@ class ServerState:
     task: asyncio.Task[None] | None = None
 
 
+def _cwd(cfg: ServerConfig) -> Path:
+    """The folder a stdio server starts in (its own `cwd`, else kimi's: usually the workspace)."""
+    import os
+
+    return Path(os.getcwd(), cfg.cwd or "")
+
+
 class McpError(Exception):
     """A call could not be made (server down, timeout); the message goes to the model as the result."""
 
@@ -42,6 +49,11 @@ class McpManager:
     def __init__(self, servers: dict[str, ServerConfig], log_dir: Path) -> None:
         self.states = {name: ServerState(name, cfg) for name, cfg in sorted(servers.items()) if cfg.enabled}
         self.log_dir = log_dir
+        from kimi_cli.mcp.host_launch import server_pins
+
+        # Workspace files each stdio server's command line names, as they are now: checked before every start.
+        self._pins = {name: server_pins(s.config.command, s.config.args, _cwd(s.config))
+                      for name, s in self.states.items() if s.config.command}  # fmt: skip
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="kimi-mcp", daemon=True)
 
@@ -100,19 +112,28 @@ class McpManager:
     def _transport(self, state: ServerState, stack: contextlib.AsyncExitStack[Any]) -> Any:
         cfg = state.config
         if cfg.kind == "stdio":
-            import os
-
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
+            from kimi_cli.mcp.host_launch import changed_pins, resolve_command, server_env
             from kimi_cli.mcp.stderr_log import CappedLog
+
+            moved = changed_pins(self._pins.get(state.name, {}), _cwd(cfg))
+            if moved:
+                raise McpError(
+                    f"not started: {', '.join(moved)} changed since the session started (a command may have "
+                    "rewritten it); start a new session to use the server as it is now"
+                )
 
             # stderr through a pipe into a capped, rotated log; kimi's copy of the pipe closes when this
             # server's stack closes, so the log thread ends with the server.
             errlog = CappedLog(self.log_dir / f"mcp-{_file_safe(state.name)}.log")
             stack.callback(errlog.close_writer)
             params = StdioServerParameters(
-                command=cfg.command or "", args=cfg.args, env={**os.environ, **cfg.env}, cwd=cfg.cwd
+                command=resolve_command(cfg.command or ""),
+                args=cfg.args,
+                env=server_env(cfg.env, cfg.args),
+                cwd=cfg.cwd,
             )
             return stdio_client(params, errlog=errlog.writer)
         if cfg.kind == "sse":

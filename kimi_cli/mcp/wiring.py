@@ -17,12 +17,17 @@ from kimi_cli.tools.registry import ToolRegistry
 def start_mcp(workdir: Path, extra_files: list[str]) -> McpManager | None:
     """Load the configuration (ConfigError on a bad file) and start every enabled server in the background.
     Nothing is imported from the MCP SDK when no server is configured."""
-    extra = [Path(p).expanduser() for p in extra_files]
+    # --mcp-config paths arrive absolute; a relative one comes from a config file and means the workspace's
+    # (kimi_cli.mcp.host_launch digests that very file for the folder's trust).
+    extra = [Path(workdir, Path(p).expanduser()) for p in extra_files]
     if not extra and not any(p.is_file() for p in config_paths(workdir)):
         return None
     servers = load_servers(workdir, extra)
     if not any(s.enabled for s in servers.values()):
         return None
+    from kimi_cli.tools.host_exec import sandbox_writable
+
+    sandbox_writable(workdir)  # servers' programs are never found in the workspace (kimi_cli.mcp.host_launch)
     manager = McpManager(servers, log_dir())
     manager.start()
     return manager
@@ -83,9 +88,7 @@ class LateServers:
     a resumed history may), `wait_for` waits for that server, within its startup timeout.
     """
 
-    def __init__(
-        self, manager: McpManager, approver: McpApprover, registry: ToolRegistry, pending: list[str]
-    ) -> None:
+    def __init__(self, manager: McpManager, approver: McpApprover, registry: ToolRegistry, pending: list[str]) -> None:
         self.manager = manager
         self.approver = approver
         self.registry = registry

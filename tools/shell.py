@@ -55,7 +55,13 @@ class Shell(Tool[ShellParams]):
         if not params.command.strip():
             raise ToolError("command is empty")
         if self.approver is not None:
-            refusal = await self.approver.review_shell(params.command, self.sandbox.name)
+            from kimi_cli.shellparse.rules import REDIRECT_ROOT
+
+            token = REDIRECT_ROOT.set(str(ctx.workspace.root))  # an allow rule never covers `> link-out`
+            try:
+                refusal = await self.approver.review_shell(params.command, self.sandbox.name)
+            finally:
+                REDIRECT_ROOT.reset(token)
             if refusal:
                 raise ToolError(f"the command was not run: {refusal}")
         if params.background:

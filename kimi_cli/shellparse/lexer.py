@@ -165,17 +165,26 @@ class _Lexer:
         """An unquoted glob, brace or tilde character here."""
         if c in "*?":
             return True
+        # Quoted parts belong to the word: `/bin/r[' 'm]` is a pattern that matches rm, and `{rm,' x'}` is
+        # brace expansion into `rm` and ` x`.
         if c == "[":
-            return "]" in self.s[self.pos : self._word_end()]
+            return "]" in self._word_rest()
         if c == "{":
-            return re.match(r"\{[^}\s]*(,|\.\.)[^}\s]*\}", self.s[self.pos :]) is not None
+            return re.match(r"\{[^}]*(,|\.\.)[^}]*\}", self._word_rest()) is not None
         return c == "~" and self.pos == word_start
 
-    def _word_end(self) -> int:
-        end = self.pos
-        while end < len(self.s) and self.s[end] not in METACHARS:
-            end += 1
-        return end
+    def _word_rest(self) -> str:
+        """The raw text from here to the end of this word, quoted parts (with their blanks) included."""
+        s, i = self.s, self.pos
+        while i < len(s) and s[i] not in METACHARS:
+            if s[i] == "\\":
+                i += 2
+            elif s[i] in "'\"":
+                end = s.find(s[i], i + 1)
+                i = len(s) if end < 0 else end + 1
+            else:
+                i += 1
+        return s[self.pos : i]
 
     def _ansi_c(self) -> str:
         """$'...': decode the escapes bash decodes, so `$'\\x72m'` reads as `rm`."""
@@ -391,6 +400,14 @@ def _build(tokens: list[Token]) -> Script:
                 script.keywords.append(word.value)
                 current = None
                 i += 1
+                # `time -p -- rm x` runs rm: the keyword's own options are not the command's name.
+                while (
+                    word.value == "time"
+                    and i < len(tokens)
+                    and tokens[i].kind == "word"
+                    and tokens[i].text in ("-p", "--")
+                ):
+                    i += 1
                 continue
             if word.value == "for" and word.raw == "for":
                 script.keywords.append("for")

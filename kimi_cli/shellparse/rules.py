@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from kimi_cli.shellparse.lexer import MAX_DEPTH, NAME, Script, Simple, Unreadable, Word, parse
@@ -38,6 +40,9 @@ ARITH_NAMES = {"declare", "typeset", "local", "readonly", "export", "read", "uns
 INTERPRETERS = {"python", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "awk", "gawk", "mawk", "php",
                 "lua", "tclsh", "Rscript", "osascript", "pwsh", "powershell", "jq"}  # fmt: skip
 SAFE_REDIRECT_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
+# The folder relative redirections are opened in (the Shell tool sets it while the approver decides): a
+# target such as `out.txt` that is a link out of it leaves the workspace, so no allow rule covers it.
+REDIRECT_ROOT: ContextVar[str | None] = ContextVar("kimi_redirect_root", default=None)
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -314,7 +319,7 @@ def _safe_redirect(op: str, target: Word | None, heredoc: str | None) -> bool:
 def allowed_by(command: str, allow: list[str]) -> str | None:
     """The allow (prefix) rule this plain command matches, word by word; None for anything else."""
     words = simple_words(command)
-    if words is None:
+    if words is None or _redirect_leaves(command, REDIRECT_ROOT.get()):
         return None
     for rule in allow:
         if rule.startswith(("mcp__", "web:")):
@@ -323,6 +328,23 @@ def allowed_by(command: str, allow: list[str]) -> str | None:
         if rule_words and words[: len(rule_words)] == rule_words:
             return rule
     return None
+
+
+def _redirect_leaves(command: str, root: str | None) -> bool:
+    """A file redirection of this plain command that resolves, through links, outside `root`."""
+    if root is None:
+        return False
+    base = os.path.realpath(root)
+    for redirect in parse(command).commands[0].redirects:
+        value = redirect.target.value if redirect.target is not None else None
+        if value is None or redirect.heredoc is not None or redirect.op.endswith("<<<"):
+            continue
+        if value in SAFE_REDIRECT_TARGETS or (redirect.op.endswith("&") and (value.isdigit() or value == "-")):
+            continue  # /dev/null, or another descriptor (`2>&1`, `>&-`)
+        full = os.path.realpath(os.path.join(base, value))
+        if full != base and not full.startswith(base.rstrip("/") + "/"):
+            return True
+    return False
 
 
 def simple_parts(command: str) -> list[str] | None:

@@ -424,17 +424,20 @@ def run() -> None:
 def _run_json() -> None:
     """--output-format json: a bad flag is still one JSON `result` object on stdout (and the usual words
     on stderr), so a script never gets an empty stdout."""
-    import click
-
+    try:  # this Typer carries its own click; older ones use click itself
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover
+        from click.exceptions import ClickException  # type: ignore[assignment]
+    ClickExit = typer.Exit
     try:
         code = app(standalone_mode=False)
-    except click.ClickException as exc:
+    except ClickException as exc:
         from kimi_cli.app import result_object
         from kimi_cli.jsonsafe import dumps
 
         exc.show()
         sys.stdout.write(dumps(result_object("usage_error", 2, message=exc.format_message(), error="usage")) + "\n")
         sys.exit(2)
-    except click.exceptions.Exit as exc:
+    except ClickExit as exc:
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -20,7 +20,7 @@ from kimi_cli.ui.sanitize import visible_text
 
 HEAD = 4  # lines kept from the start of a long output
 TAIL = 5  # and from its end
-DIFF_LINES = 24  # diff lines shown before the rest is summarised
+DIFF_LINES = 20  # diff lines shown before the rest is summarised
 RESULT_LINES = 3  # lines of a plain tool result (ReadFile-like tools say what they did instead)
 EXPAND_HINT = "ctrl-o shows all"
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "done": "☑"}

@@ -52,10 +52,10 @@ WIDENING: dict[str, Any] = {
 FILE_WIDENINGS = ("kimi_cli.hooks.pins:widenings", "kimi_cli.commands_custom.loader:widenings",
                   "kimi_cli.mcp.host_launch:widenings")  # fmt: skip
 WHAT = {
-    "base_url": "send requests (and your API key) to {value}",
+    "base_url": "send requests (and your API key) to {host} ({value})",
     "provider": "use the provider {value}",
     "api_key": "use its own API key",
-    "providers": "change provider endpoints ({value})",
+    "providers": "change provider endpoints: {host} ({value})",
     "yolo": "approve every action (yolo)",
     "approval.allow": "approve without asking: {value}",
     "sandbox.mode": 'run commands with no sandbox (sandbox.mode = "none")',
@@ -148,19 +148,72 @@ def is_users_own(folder: Path) -> bool:
         return False
 
 
+def hosts_in(value: Any) -> str:
+    """The hosts the URLs in a setting lead to, named apart from the (possibly cut) URL text: a long
+    `https://api.moonshot.ai----...@evil.example/` must not show only its harmless-looking start."""
+    from urllib.parse import urlsplit
+
+    found: list[str] = []
+    for text in _strings(value):
+        if "://" not in text:
+            continue
+        try:
+            parts = urlsplit(text.strip())
+            host = (parts.hostname or "(no host)") + (
+                " (the URL also carries a user name)" if "@" in parts.netloc else ""
+            )
+        except ValueError:
+            host = "(an invalid URL)"
+        found.append(host)
+    return ", ".join(dict.fromkeys(found)) or "(no URL)"
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Widening]:
     """What a project config (parsed TOML) and its MCP servers ask for that widens."""
     found = []
     for key, rule in WIDENING.items():
         value = _get(config, key)
         if _widens(rule, value):
-            found.append(Widening(key, value, WHAT.get(key, key).format(value=_short(value))))
+            found.append(Widening(key, value, WHAT.get(key, key).format(value=_short(value), host=hosts_in(value))))
     for name, server in sorted(mcp_servers.items()):
         what = server.get("command") or server.get("url") if isinstance(server, dict) else server
+        if isinstance(server, dict) and server.get("url"):
+            what = f"{hosts_in(server.get('url'))}: {what}"
         if isinstance(server, dict) and server.get("args"):
             what = f"{what} {' '.join(map(str, server['args']))}"
-        found.append(Widening(f"mcp:{name}", server, f"start the MCP server {name!r}: {_short(what)}"))
+        found.append(Widening(f"mcp:{name}", server, f"start the MCP server {name!r}: {_short(what)}{_hidden(server)}"))
     return found
+
+
+def _hidden(server: Any) -> str:
+    """What a server's config does beyond its command line, which the question would otherwise not show:
+    the environment variables of yours it reads (`${KIMI_API_KEY}` in a header goes to its URL), and the
+    environment it sets (NODE_OPTIONS, LD_PRELOAD and PYTHONPATH load other code)."""
+    import re
+
+    if not isinstance(server, dict):
+        return ""
+    notes = []
+    used = sorted(set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", json.dumps(server))))
+    if used:
+        notes.append(f"given your environment variables {', '.join(used)}")
+    for field_name, label in (("env", "setting"), ("headers", "sending headers")):
+        table = server.get(field_name)
+        if isinstance(table, dict) and table:
+            notes.append(f"{label} {', '.join(map(str, sorted(table)))}")
+    if server.get("cwd"):
+        notes.append(f"in {server['cwd']}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def file_widenings(folder: Path) -> list[Widening]:

@@ -65,7 +65,7 @@ def test_widening_settings_are_named_and_narrowing_ones_are_not(tmp_path: Path, 
         "base_url", "yolo", "approval.allow", "sandbox.mode", "sandbox.allow_network", "git.allow_hooks",
         "mcp:tools",
     ]  # fmt: skip
-    assert "send requests (and your API key) to http://127.0.0.1:9/v1" in state.summary()
+    assert "send requests (and your API key) to 127.0.0.1 (http://127.0.0.1:9/v1)" in state.summary()
     assert not state.trusted and not state.applies
     assert "base_url" in (state.notice() or "") and "mcp:tools" in (state.notice() or "")
 

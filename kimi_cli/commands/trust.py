@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from kimi_cli import trust
+from kimi_cli.ui.sanitize import visible  # the folder's own text: never raw escapes on the terminal
 
 
 def run_trust(path: Path | None, list_only: bool, revoke: bool) -> int:
@@ -16,21 +17,22 @@ def run_trust(path: Path | None, list_only: bool, revoke: bool) -> int:
         for name, entry in sorted(folders.items()):
             when = time.strftime("%Y-%m-%d", time.localtime(entry.get("trusted_at", 0)))
             asks = "; ".join(entry.get("asks", [])) or "nothing yet"
-            print(f"{name}  (since {when}): {asks}")
+            print(visible(f"{name}  (since {when}): {asks}", one_line=True))
         return 0
     folder = (path or Path.cwd()).resolve()
     if not folder.is_dir():
-        print(f"kimi trust: {folder} is not a folder")
+        print(visible(f"kimi trust: {folder} is not a folder", one_line=True))
         return 2
     if revoke:
         found = trust.revoke(folder)
-        print(f"{folder} is no longer trusted" if found else f"{folder} was not trusted")
+        print(visible(f"{folder} is no longer trusted" if found else f"{folder} was not trusted", one_line=True))
         return 0
     state = trust.assess(folder)
     trust.remember(state)
     if state.asks:
-        print(f"trusted {folder}; its .kimi settings now apply:")
-        print("\n".join(f"  - {line}" for line in state.summary()))
+        print(visible(f"trusted {folder}; its .kimi settings now apply:", one_line=True))
+        print("\n".join(f"  - {visible(line, one_line=True)}" for line in state.summary()))
     else:
-        print(f"trusted {folder} (its .kimi asks for nothing that widens what kimi does yet; a change asks again)")
+        shown = visible(str(folder), one_line=True)
+        print(f"trusted {shown} (its .kimi asks for nothing that widens what kimi does yet; a change asks again)")
     return 0

@@ -17,7 +17,7 @@ engine_app = typer.Typer(
     help="Plan, launch and check a local vLLM engine for Kimi K3.1 Pro (or any model with a config.json).",
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode=None,
+    rich_markup_mode="rich",  # one help style for every command (kimi_cli/cli_tools.py)
 )
 
 GpuOpt = Annotated[

@@ -35,6 +35,9 @@ def _summaries(typer_app: typer.Typer) -> None:
         first = text.split("\n\n", 1)[0]
         if first and not info.short_help:
             info.short_help = " ".join(first.split())
+    for group in typer_app.registered_groups:  # kimi engine ..., kimi mcp ...
+        if group.typer_instance is not None:
+            _summaries(group.typer_instance)
 
 
 def _version(value: bool) -> None:

@@ -14,7 +14,7 @@ mcp_app = typer.Typer(
     help="MCP servers: list them, test one, add or remove one (the mcpServers JSON of Claude Code and kimi-cli).",
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode=None,
+    rich_markup_mode="rich",  # one help style for every command (kimi_cli/cli_tools.py)
 )
 ScopeOpt = Annotated[str, typer.Option("--scope", help="user (~/.kimi/mcp.json) | project (.kimi/mcp.json).")]
 

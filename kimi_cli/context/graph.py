@@ -44,11 +44,9 @@ def reference_graph(
             for owner in owners:
                 if owner != path:
                     row[owner] += 1.0 / len(owners)
-        if resolver is not None:
-            f = facts[path]
-            for spec in f.imports:
-                target = resolver.resolve(path, f.lang, spec)
-                if target is not None and target != path and target in node_set:
+        if resolver is not None and facts[path].imports:
+            for target in resolver.resolve_all(path, facts[path].lang, facts[path].imports):
+                if target != path and target in node_set:
                     row[target] += IMPORT_WEIGHT
         edges[path] = dict(row)
     return edges

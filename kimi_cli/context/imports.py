@@ -57,11 +57,19 @@ class Resolver:
         self._modules: dict[str, list[str]] | None = None
         self._memo: dict[tuple[str, str | None, str], str | None] = {}
 
-    def resolve(self, importer: str, lang: str | None, spec: str) -> str | None:
+    def resolve_all(self, importer: str, lang: str | None, specs: tuple[str, ...]) -> list[str]:
+        """The repository files `importer` imports (those of `specs` that resolve)."""
+        folder = posixpath.dirname(importer)
+        found = (self.resolve(importer, lang, spec, folder) for spec in specs)
+        return [target for target in found if target is not None]
+
+    def resolve(self, importer: str, lang: str | None, spec: str, folder: str | None = None) -> str | None:
         """The file `spec` names when `importer` imports it, or None (not in the repository)."""
         if lang == "python" and not spec.startswith(".") and spec not in self._module_index():
             return None  # the standard library, a dependency, or a name imported from a module
-        memo = (posixpath.dirname(importer), lang, spec)  # the answer depends on the importer's folder only
+        if folder is None:
+            folder = posixpath.dirname(importer)
+        memo = (folder, lang, spec)  # the answer depends on the importer's folder only
         if memo not in self._memo:
             found = None
             if lang in JS_LANGS:

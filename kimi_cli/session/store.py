@@ -109,8 +109,9 @@ class Session:
         self._log.write(dumps(record) + "\n")  # any string, lone surrogates included, is logged exactly
         self._log.flush()
         _count_usage(self.meta, record)
-        if record.get("kind") == "turn":
+        if record.get("kind") == "turn":  # a prompt: the session is worth listing from now on
             self.meta["prompts"] = int(self.meta.get("prompts", 0)) + 1
+            self.save_meta()
 
     def append_message(self, message: Message) -> None:
         self.append({"kind": "message", "message": message})

@@ -9,8 +9,14 @@ import ipaddress
 def is_public(address: str) -> bool:
     """False for loopback, private, link-local (169.254.169.254), multicast, reserved and unspecified."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        # IPv4 carried inside IPv6 (mapped ::ffff:a.b.c.d, 6to4 2002:AABB:CCDD::, Teredo's client): the IPv4
+        # address is where the packets end up, so it must be public too.
+        embedded = [ip.ipv4_mapped, ip.sixtofour, *(ip.teredo or ())]
+        if any(v4 is not None and not is_public(str(v4)) for v4 in embedded):
+            return False
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
     return not (
         ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast or ip.is_reserved
         or ip.is_unspecified or getattr(ip, "is_site_local", False)

@@ -122,23 +122,49 @@ async def _one_hop(client: Any, httpx: Any, url: str, allowed_private: list[str]
     address = await resolve_checked(host, port, allowed_private)
     netloc = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
     target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
-    headers = {"host": parts.netloc.rsplit("@", 1)[-1], "user-agent": USER_AGENT, "accept": "*/*"}
+    headers = {"host": parts.netloc.rsplit("@", 1)[-1], "user-agent": USER_AGENT, "accept": "*/*",
+               "accept-encoding": "gzip, deflate"}  # fmt: skip
     extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
     try:
         async with client.stream("GET", target, headers=headers, extensions=extensions) as response:
             if response.is_redirect and response.headers.get("location"):
                 return urljoin(url, response.headers["location"])
-            body = bytearray()
-            truncated = False
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) >= max_bytes:
-                    truncated = True
-                    del body[max_bytes:]
-                    break
+            body, truncated = await _read_capped(response, url, max_bytes)
             ctype = response.headers.get("content-type", "")
             return Fetched(url, response.status_code, ctype, bytes(body), truncated)
     except httpx.TimeoutException:
         raise FetchError(f"{url} did not answer in time") from None
     except httpx.HTTPError as exc:
         raise FetchError(f"fetching {url} failed: {exc or type(exc).__name__}") from None
+
+
+async def _read_capped(response: Any, url: str, max_bytes: int) -> tuple[bytes, bool]:
+    """At most max_bytes of the body with its Content-Encoding undone here, a chunk at a time and never past
+    the cap: httpx would inflate each chunk whole, and `gzip, gzip` turns 661 bytes on the wire into 300 MB."""
+    import zlib
+
+    encodings = [e.strip().lower() for e in response.headers.get("content-encoding", "").split(",")]
+    encodings = [e for e in encodings if e and e != "identity"]
+    if len(encodings) > 1 or (encodings and encodings[0] not in ("gzip", "x-gzip", "deflate")):
+        raise FetchError(f"{url} is sent with Content-Encoding {', '.join(encodings)}, which is not fetched")
+    inflate = zlib.decompressobj(zlib.MAX_WBITS | 32) if encodings else None  # gzip or zlib, by its header
+    raw_deflate = encodings == ["deflate"]  # some servers send deflate without the zlib header
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        if inflate is None:
+            body += chunk[: max_bytes - len(body)]
+            if len(body) >= max_bytes:
+                return bytes(body), True
+            continue
+        try:
+            data = inflate.decompress(chunk, max_bytes - len(body))
+        except zlib.error:
+            if not raw_deflate or body:
+                raise FetchError(f"{url}: the compressed body is corrupt") from None
+            raw_deflate, inflate = False, zlib.decompressobj(-zlib.MAX_WBITS)
+            data = inflate.decompress(chunk, max_bytes)
+        raw_deflate = raw_deflate and not data
+        body += data
+        if len(body) >= max_bytes or inflate.unconsumed_tail:
+            return bytes(body[:max_bytes]), True
+    return bytes(body), False

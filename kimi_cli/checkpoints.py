@@ -7,6 +7,7 @@ changed files) and `git write-tree` (content-addressed: unchanged files cost not
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,9 @@ ALWAYS_EXCLUDED = ("__pycache__/", "*.py[co]", ".pytest_cache/", ".mypy_cache/",
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Snapshots store bytes as they are on disk, and treat nested repositories as folders git does not enter.
 SHADOW_CONFIG = (("core.autocrlf", "false"), ("core.safecrlf", "false"), ("diff.ignoreSubmodules", "all"))
+
+
+NOT_REGULAR = re.compile(r"error: (.+): can only add regular files, symbolic links or git-directories")
 
 
 class CheckpointError(Exception):
@@ -140,7 +144,17 @@ class ShadowRepo:
             self._dropped = True
             self._drop_gitlinks()
         self._write_excludes()
-        self._git("add", "-A", "--ignore-errors", ".")
+        try:
+            self._git("add", "-A", "--ignore-errors", ".")
+        except CheckpointError as exc:
+            # A tracked file turned into a FIFO or socket (`rm a.py; mkfifo a.py`) fails every later `git add`,
+            # which would leave every later step uncovered: such a path is recorded as gone, the rest stands.
+            lines = str(exc).removeprefix("git add failed: ").splitlines()
+            odd = [m.group(1) for m in map(NOT_REGULAR.fullmatch, lines) if m]
+            if not odd or len(odd) != len([ln for ln in lines if ln.startswith(("error:", "fatal:"))]):
+                raise
+            self._git("update-index", "-z", "--force-remove", "--stdin", input="\0".join(odd).encode())
+            self._git("add", "-A", "--ignore-errors", ".")  # untracked now: git passes such a file by
         tree = self._git("write-tree").strip()
         if self._last_tree is not None and tree != self._last_tree:
             tree = self._verify(self._last_tree, tree)

@@ -272,8 +272,12 @@ def append_at(root_fd: int, rel: str, data: bytes) -> None:
     """Append to an existing regular file (no temp copy: the file may be large)."""
     fd = open_at(root_fd, rel, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_NOCTTY)
     with os.fdopen(fd, "ab") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(errno.EINVAL, "not a regular file", rel)
+        if st.st_nlink > 1:  # a hard link: the same file has another name, maybe outside the workspace
+            raise OSError(errno.EMLINK, "the file has other hard links, which an append would change too; "
+                          "overwrite it instead (that replaces this name only)", rel)  # fmt: skip
         fh.write(data)
 
 

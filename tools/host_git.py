@@ -98,6 +98,10 @@ HARDENED_ENV: dict[str, str] = {
     "GIT_PROTOCOL_FROM_USER": "0",
     "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_OPTIONAL_LOCKS": "0",
+    # No transport at all (kimi never fetches or pushes): a partial clone's promisor remote would otherwise
+    # fetch missing objects on `show`/`diff`, from a URL and through an `http.proxy` the repository names, with
+    # the user's ~/.netrc credentials for that host. An empty list allows no protocol, helpers included.
+    "GIT_ALLOW_PROTOCOL": "",
 }
 # The user's own identity variables survive; every other GIT_* variable (GIT_DIR, GIT_EXTERNAL_DIFF, ...) goes.
 KEEP_ENV = {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
@@ -310,8 +314,10 @@ class SafeGit:
             loc = self.location
             writable = (self._workspace, loc.work_tree, loc.git_dir, loc.common_dir)
             argv = [git_program(writable), *safe_args([command, *args])]
-            if not self._confined:  # allowed hooks keep the user's PATH: they run the project's own tools
+            if not self._confined:  # allowed hooks keep the user's PATH and transports (pre-commit clones)
                 env["PATH"] = os.environ.get("PATH", os.defpath)
+                env.pop("GIT_ALLOW_PROTOCOL", None)
+                env.update({k: v for k, v in os.environ.items() if k == "GIT_ALLOW_PROTOCOL"})
                 return self._git.execute(argv, env=env, **kwargs)
             from kimi_cli.tools.git_confine import run_confined
 

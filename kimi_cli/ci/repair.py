@@ -22,6 +22,7 @@ from kimi_cli.tools.host_git import workspace_git
 from kimi_cli.tools.sandbox.base import ExecResult
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.ui.headless import HeadlessRenderer
+from kimi_cli.ui.sanitize import visible
 from kimi_cli.workspace_git import git_state, switch_to_work_branch
 
 TASK = """The test command `{command}` fails in this repository. Find the cause and fix the code so that the
@@ -119,7 +120,7 @@ async def _commit(runtime: Runtime, result: RepairResult, ctx: ToolContext) -> s
         await git.run(Git.Params.model_validate({"command": "add", "paths": result.files}), ctx)
         await git.run(Git.Params.model_validate({"command": "commit", "message": message}), ctx)
     except ToolError as exc:
-        sys.stderr.write(f"kimi: could not commit: {exc}\n")
+        sys.stderr.write(visible(f"kimi: could not commit: {exc}") + "\n")
         return None
     out = workspace_git(runtime.workdir, ["rev-parse", "HEAD"])
     return (out.stdout.decode().strip() or None) if out is not None else None
@@ -140,7 +141,7 @@ def run_ci_repair(root: Path, command: str, max_attempts: int, branch: str | Non
     try:
         runtime = Runtime.build(root, {**flags, "yolo": True}, SessionChoice(f"ci-repair: {command}", task=command))
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        sys.stderr.write(visible(f"kimi: {exc}") + "\n")
         return int(exc.exit_code)
 
     async def main() -> RepairResult:
@@ -152,7 +153,7 @@ def run_ci_repair(root: Path, command: str, max_attempts: int, branch: str | Non
     try:
         result = asyncio.run(main())
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        sys.stderr.write(visible(f"kimi: {exc}") + "\n")
         return int(exc.exit_code) if exc.exit_code != ExitCode.OK else 1
     finally:
         runtime.session.close()

@@ -154,7 +154,9 @@ def run_from_options(
     try:
         budget = budget or default_budget(root)
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        from kimi_cli.ui.sanitize import visible  # a folder's config text may carry escapes
+
+        sys.stderr.write(visible(f"kimi: {exc}") + "\n")
         return int(exc.exit_code)
     if budget < 1000:
         sys.stderr.write("kimi pack: --budget must be at least 1000 tokens\n")

@@ -122,7 +122,9 @@ def cli_main(argv: list[str]) -> int:
     try:
         built = build_prefix(root, args.task, False if args.no_pack else None, args.budget)
     except KimiError as exc:
-        sys.stderr.write(f"kimi: {exc}\n")
+        from kimi_cli.ui.sanitize import visible  # a folder's config text may carry escapes
+
+        sys.stderr.write(visible(f"kimi: {exc}") + "\n")
         return int(exc.exit_code)
     body = render_text(built) if args.fmt == "text" else json.dumps(built, ensure_ascii=False) + "\n"
     if args.output is not None:

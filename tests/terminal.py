@@ -44,6 +44,9 @@ class Terminal:
         self.screen.child = child
         self.stream = pyte.Stream(self.screen)
         self.raw: list[str] = []
+        self.logfile_read: Any = None  # like pexpect's: gets every chunk read
+        self.before = ""  # like pexpect's: the output between the last two expect() matches
+        self._seen = 0  # where the next expect() starts looking in the transcript
 
     @classmethod
     def start(
@@ -77,6 +80,8 @@ class Terminal:
             return False
         self.raw.append(data)
         self.stream.feed(data)
+        if self.logfile_read is not None:
+            self.logfile_read.write(data)
         return True
 
     @property
@@ -142,6 +147,28 @@ class Terminal:
                 break
         return self.display
 
+    def expect(self, pattern: Any, timeout: float = 30.0) -> int:
+        """pexpect's way, on the plain transcript: the next match of `pattern` after the previous one
+        (pexpect.EOF: until the process exits)."""
+        if pattern is pexpect.EOF:
+            self.wait_exit(timeout)
+            return 0
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.transcript
+            match = regex.search(text, self._seen)
+            if match is not None:
+                self.before, self._seen = text[self._seen : match.start()], match.end()
+                return 0
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out after {timeout:g} s waiting for {pattern!r}; the screen:\n{self.display}")
+            if not self.pump(0.1) and regex.search(self.transcript, self._seen) is None:
+                pytest.fail(f"kimi exited while waiting for {pattern!r}; the screen:\n{self.display}")
+
+    def expect_exact(self, text: str, timeout: float = 30.0) -> int:
+        return self.expect(re.escape(text), timeout)
+
     # --- writing -----------------------------------------------------------------------------------------
 
     def send(self, keys: str) -> None:
@@ -163,6 +190,8 @@ class Terminal:
 
     def wait_exit(self, timeout: float = 20.0) -> int:
         deadline = time.monotonic() + timeout
+        if self.child.closed:
+            return int(self.child.exitstatus if self.child.exitstatus is not None else -(self.child.signalstatus or 0))
         while self.pump(0.1):
             if time.monotonic() > deadline:
                 pytest.fail(f"kimi did not exit; the screen:\n{self.display}")

@@ -22,6 +22,14 @@ def spawn(repo: Path, env: dict, server: ScriptedModelServer | None, *args: str,
     return term
 
 
+def finish(term: Terminal) -> int:
+    """/exit, then the exit status (what other tests of the terminal import)."""
+    try:
+        return term.exit()
+    finally:
+        term.close()
+
+
 @pytest.fixture(autouse=True)
 def _kimi_home(env: dict) -> None:
     os.makedirs(Path(env["HOME"]) / ".kimi", exist_ok=True)

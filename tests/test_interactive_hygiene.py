@@ -45,6 +45,7 @@ def test_the_approval_panel_shows_the_hidden_touch_and_offers_no_always(
     child.send("run the tests\r")
     child.expect("run this command")
     child.expect_exact("y/n · Enter = no ›")
+    child.wait_for_output("is not offered")  # the panel, printed above the question (before or after it shows)
     shown = plain(raw.getvalue())
     assert "touch M # \\x1b[2K\\x1b[1Gpytest -q tests/test_api.py" in shown
     assert "`always` is not offered" in shown

@@ -347,8 +347,16 @@ def current(folder: Path) -> FolderTrust:
 
 
 def is_trusted(folder: Path) -> bool:
-    """May this folder's config widen what kimi does? True when trusted or when it asks for nothing."""
-    return current(folder).applies
+    """May this folder's config widen what kimi does? True when trusted or when it asks for nothing.
+
+    Asked of the folder as it is NOW: the decision was about the settings shown when it was made, and a
+    command (or another session's command) may have rewritten them since: while the user read the question,
+    or later in the session. Settings that changed apply only once trusted as they are."""
+    decided = current(folder)
+    now = assess(folder)
+    if not now.asks:
+        return True
+    return now.trusted or (decided.trusted and decided.digest == now.digest)
 
 
 def strip_widening(config: dict[str, Any]) -> dict[str, Any]:

@@ -220,3 +220,46 @@ def test_every_program_key_at_once_runs_nothing_through_any_host_git_path(tmp_pa
     for args in (["status"], ["diff", "HEAD"], ["log", "-1"]):
         subprocess.run(["git", *args], cwd=ws, env=plain, capture_output=True, timeout=60)
     assert marks.read_text().strip()  # the plants are live: git run by hand starts them
+
+
+# --- a `.git` that is a 64 GB sparse file ------------------------------------------------------------------
+
+
+def test_a_huge_sparse_git_file_is_not_read_whole(tmp_path: Path) -> None:
+    """Found by the red team: in a folder that is not a repository, `truncate -s 64G .git` (a sandboxed
+    command may create `.git` there) made every host git call read it whole: the checkpoint after that very
+    step would take all of kimi's memory. Only the start of such a file is read now."""
+    import tracemalloc
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("x = 1\n")
+    os.truncate(os.open(ws / ".git", os.O_CREAT | os.O_WRONLY, 0o644), 64 << 30)  # sparse: no disk used
+    remember_session_start(ws)
+    tracemalloc.start()
+    try:
+        assert workspace_git(ws, ["status"]) is None  # not a repository: git is not run at all
+        out, err = git_tool(ws, command="status")
+        assert err and "not a git repository" in out
+        shadow = ShadowRepo(ws, home=tmp_path / "kimi-home")
+        first = shadow.snapshot()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 * 1024 * 1024
+    (ws / "new.py").write_text("y = 2\n")
+    assert [c.path for c in shadow.changes(first, shadow.snapshot())] == ["new.py"]  # checkpoints still work
+
+
+def test_a_gitdir_file_still_finds_its_repository(tmp_path: Path) -> None:
+    real, ws = tmp_path / "real", tmp_path / "ws"
+    real.mkdir()
+    git(real, "init", "-q", "-b", "main")
+    ws.mkdir()
+    (ws / "f.txt").write_text("f\n")
+    git(real, "--work-tree", str(ws), "add", "f.txt")
+    git(real, "--work-tree", str(ws), "commit", "-q", "-m", "one")
+    (ws / ".git").write_text(f"gitdir: {real / '.git'}\n")  # a --separate-git-dir layout, present at start
+    remember_session_start(ws)
+    out, err = git_tool(ws, command="log")
+    assert not err and "one" in out

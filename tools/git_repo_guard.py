@@ -24,6 +24,8 @@ from pathlib import Path
 HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit",
               "post-rewrite", "reference-transaction", "post-index-change")  # fmt: skip
 MAX_HOOK_BYTES = 1024 * 1024
+MAX_LINK_BYTES = 64 * 1024  # a `.git` file, commondir or gitdir holds one path
+MAX_ALTERNATES_BYTES = 1024 * 1024
 # Repository settings that name a program git would run (for the warning, not the defence: host_git
 # overrides or neutralises them all, and git_confine stops the rest).
 PROGRAM_KEY = re.compile(
@@ -54,9 +56,16 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+def _head(path: Path, limit: int = MAX_LINK_BYTES) -> str:
+    """The start of a small git file (`.git`, commondir, gitdir, alternates): a command may have made it a
+    sparse file of 100 GB, and reading it whole would take kimi's memory with it."""
+    with open(path, "rb") as fh:
+        return fh.read(limit).decode(errors="replace")
+
+
 def _read_gitfile(dot_git: Path) -> Path | None:
     try:
-        text = dot_git.read_text(errors="replace").strip()
+        text = _head(dot_git).strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
@@ -70,7 +79,7 @@ def _is_git_dir(path: Path) -> bool:
     commondir = path / "commondir"
     if commondir.is_file():
         try:
-            raw = commondir.read_text(errors="replace").strip()
+            raw = _head(commondir).strip()
         except OSError:
             return False
         common = (path / raw).resolve() if raw else path
@@ -114,13 +123,13 @@ def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> Repo
     common = git_dir
     commondir = git_dir / "commondir"
     if commondir.is_file():
-        raw = commondir.read_text(errors="replace").strip()
+        raw = _head(commondir).strip()
         common = (git_dir / raw).resolve()
         note("commondir", common)
     for objects in {git_dir / "objects", common / "objects"}:
         alternates = objects / "info" / "alternates"
         if alternates.is_file():
-            for line in alternates.read_text(errors="replace").splitlines():
+            for line in _head(alternates, MAX_ALTERNATES_BYTES).splitlines():
                 line = line.strip()
                 if line and not line.startswith("#"):
                     note("objects/info/alternates", (objects / line).resolve())
@@ -129,7 +138,7 @@ def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> Repo
         for entry in sorted(worktrees.iterdir()):
             link = entry / "gitdir"
             if link.is_file():
-                raw = link.read_text(errors="replace").strip()
+                raw = _head(link).strip()
                 note(f"worktree {entry.name}", (entry / raw).resolve())
     return RepoLocation(work_tree, git_dir, common, frozenset(links))
 

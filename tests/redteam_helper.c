@@ -8,6 +8,12 @@
  *   probe swap A B N            renameat2(A, B, RENAME_EXCHANGE) N times (0: forever)
  *   probe open-mode PATH MODE   open(PATH, O_CREAT|O_WRONLY, MODE) and report
  *   probe shm-read ID           attach a SysV shared memory segment by id and print its start
+ *   probe fchmod PATH MODE      open(PATH, O_RDONLY), then fchmod on that fd (a mode change by descriptor)
+ *   probe setxattr PATH         set the extended attribute user.kimi=1
+ *   probe setflags PATH         chattr +A +d through FS_IOC_SETFLAGS
+ *   probe prlimit PID RES SOFT  set another process's soft limit (RES: 4 core, 0 cpu), keeping its hard one
+ *   probe int80 NR [A [B]]      a raw i386 syscall through int 0x80 (x86_64 only)
+ *   probe mem-write PID         write one byte of PID's stack back through /proc/PID/mem
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -17,7 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -128,6 +138,74 @@ int main(int argc, char **argv) {
         printf("shm: %.64s\n", mem);
         return 0;
     }
-    fprintf(stderr, "usage: probe serve|connect|connect-loop|syscall|fds|swap|open-mode|shm-read ...\n");
+    if (argc >= 4 && strcmp(argv[1], "fchmod") == 0) {
+        int fd = open(argv[2], O_RDONLY);
+        int r = fd < 0 ? -1 : fchmod(fd, (mode_t)strtol(argv[3], NULL, 8));
+        printf(r != 0 ? "error: %s\n" : "fchmod-done%s\n", r != 0 ? strerror(errno) : "");
+        return r != 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "setxattr") == 0) {
+        int r = setxattr(argv[2], "user.kimi", "1", 1, 0);
+        printf(r != 0 ? "error: %s\n" : "xattr-set%s\n", r != 0 ? strerror(errno) : "");
+        return r != 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "setflags") == 0) {
+        int fd = open(argv[2], O_RDONLY | O_NONBLOCK), flags = 0;
+        int r = fd < 0 ? -1 : ioctl(fd, 0x80086601 /* FS_IOC_GETFLAGS */, &flags);
+        flags |= 0x80 | 0x40; /* FS_NOATIME_FL | FS_NODUMP_FL */
+        if (r == 0) r = ioctl(fd, 0x40086602 /* FS_IOC_SETFLAGS */, &flags);
+        printf(r != 0 ? "error: %s\n" : "flags-set%s\n", r != 0 ? strerror(errno) : "");
+        return r != 0;
+    }
+    if (argc >= 5 && strcmp(argv[1], "prlimit") == 0) {
+        struct rlimit old, new;
+        pid_t pid = (pid_t)atoi(argv[2]);
+        int res = atoi(argv[3]);
+        if (prlimit(pid, res, NULL, &old) != 0) {
+            printf("error reading: %s\n", strerror(errno));
+            return 1;
+        }
+        new.rlim_cur = strcmp(argv[4], "inf") == 0 ? old.rlim_max : (rlim_t)atol(argv[4]);
+        new.rlim_max = old.rlim_max;
+        int r = prlimit(pid, res, &new, NULL);
+        printf(r != 0 ? "error: %s\n" : "limit-set%s\n", r != 0 ? strerror(errno) : "");
+        return r != 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "int80") == 0) {
+#if defined(__x86_64__)
+        long nr = strtol(argv[2], NULL, 0), a = argc > 3 ? strtol(argv[3], NULL, 0) : 0;
+        long b = argc > 4 ? strtol(argv[4], NULL, 0) : 0, ret;
+        __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(a), "c"(b) : "memory");
+        printf("ret=%ld\n", ret);
+        return 0;
+#else
+        printf("not x86_64\n");
+        return 2;
+#endif
+    }
+    if (argc >= 3 && strcmp(argv[1], "mem-write") == 0) {
+        char path[64], line[512];
+        unsigned long lo = 0, hi = 0;
+        snprintf(path, sizeof path, "/proc/%s/maps", argv[2]);
+        FILE *maps = fopen(path, "r");
+        if (!maps) {
+            printf("error: maps: %s\n", strerror(errno));
+            return 1;
+        }
+        while (fgets(line, sizeof line, maps))
+            if (strstr(line, "[stack]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) break;
+        fclose(maps);
+        snprintf(path, sizeof path, "/proc/%s/mem", argv[2]);
+        int fd = open(path, O_RDWR);
+        unsigned char byte;
+        if (fd < 0 || hi == 0 || pread(fd, &byte, 1, (off_t)(hi - 8)) != 1 || pwrite(fd, &byte, 1, (off_t)(hi - 8)) != 1) {
+            printf("error: %s\n", strerror(errno));
+            return 1;
+        }
+        printf("memory-written\n");
+        return 0;
+    }
+    fprintf(stderr, "usage: probe serve|connect|connect-loop|syscall|fds|swap|open-mode|shm-read|fchmod|setxattr|"
+                    "setflags|prlimit|int80|mem-write ...\n");
     return 2;
 }

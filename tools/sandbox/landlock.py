@@ -55,8 +55,9 @@ class LandlockSandbox:
             [(g.path, g.access) for g in self.plan.grants],
         )  # fmt: skip
         # Without a supervisor (this process forks the child itself) connect() is refused outright.
-        self.restriction = Restriction(self.ruleset_fd, None, seccomp_program(machine(), network=policy.network,
-                                                                                connect="deny"))  # fmt: skip
+        plain = seccomp_program(machine(), network=policy.network, connect="deny",
+                                metadata="deny" if os.geteuid() == 0 else "allow")  # fmt: skip
+        self.restriction = Restriction(self.ruleset_fd, None, plain)
         self.env = {**policy.env, "TMPDIR": str(policy.private_tmp)}
         self.guard = GitGuard(policy.workspace, *guarded_paths(policy.workspace))
         self.spawner: Spawner | None = None  # forks for us from a small process: cheaper than forking kimi
@@ -76,7 +77,8 @@ class LandlockSandbox:
         if self.spawner is None:
             try:
                 roots = [str(self.policy.workspace), str(self.policy.private_tmp)]
-                self.spawner = Spawner(self.ruleset_fd, roots, self.policy.network)
+                hidden = [str(h.path) for h in self.policy.hidden]
+                self.spawner = Spawner(self.ruleset_fd, roots, self.policy.network, hidden)
             except OSError:
                 self.spawner = None
         return self.spawner

@@ -40,12 +40,21 @@ SETID_BITS = 0o6000
 NEW_NAMESPACES = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 X32_SYSCALL_BIT = 0x40000000
+EOPNOTSUPP = 95
+PRIO_USER, IOPRIO_WHO_USER = 2, 3
+# chattr: FS_IOC_SETFLAGS (and its 32-bit twin) and FS_IOC_FSSETXATTR set append-only, no-dump, no-atime...
+SETFLAGS_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)
 
 # Syscall numbers by architecture. `deny`: refused with EPERM (ways out of a sandbox, or into the kernel's
 # rarer corners; most need capabilities a command never has). `host_ns`: what reaches past a command when
 # it shares the host's pid and IPC namespaces (landlock only; bwrap and Docker have their own): leaving
 # the process group a timeout kills, and SysV/POSIX IPC objects of the user's other programs.
 # `mode_arg`: syscalls whose mode argument (by index) must carry no setuid/setgid bit.
+# `meta`: what changes a file's mode, owner or timestamps. Landlock does not mediate them, so on landlock they
+# go to the supervisor (supervise_meta.py), which applies them only to files in the workspace and private tmp.
+# `xattr`: what sets or removes an extended attribute (POSIX ACLs are one): refused on landlock.
+# `others`: the calls that reach another process of the user's without a ptrace check (Landlock's scope
+# covers signals only): prlimit64 (a core limit, a CPU limit that kills), setpriority, ioprio_set.
 _COMMON_DENY = {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
                 "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
                 "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
@@ -60,6 +69,11 @@ ARCHES: dict[str, dict[str, object]] = {
                     "mq_notify": 244, "mq_getsetattr": 245},
         "mode_arg": {"chmod": (90, 1), "fchmod": (91, 1), "fchmodat": (268, 2), "fchmodat2": (452, 2),
                      "open": (2, 2), "openat": (257, 3), "creat": (85, 1), "mknod": (133, 1), "mknodat": (259, 2)},
+        "meta": {"chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93,
+                 "lchown": 94, "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280},
+        "xattr": {"setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
+                  "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
+        "others": {"prlimit64": 302, "setpriority": 141, "ioprio_set": 251},
         "deny": {**_COMMON_DENY, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
                  "init_module": 175, "finit_module": 313, "delete_module": 176, "kexec_load": 246,
                  "kexec_file_load": 320, "bpf": 321, "perf_event_open": 298, "reboot": 169, "swapon": 167,
@@ -77,6 +91,10 @@ ARCHES: dict[str, dict[str, object]] = {
                     "shmget": 194, "shmctl": 195, "shmat": 196},
         "mode_arg": {"fchmod": (52, 1), "fchmodat": (53, 2), "fchmodat2": (452, 2), "openat": (56, 3),
                      "mknodat": (33, 2)},
+        "meta": {"fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchownat": 54, "fchown": 55, "utimensat": 88},
+        "xattr": {"setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
+                  "fremovexattr": 16, "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
+        "others": {"prlimit64": 261, "setpriority": 140, "ioprio_set": 30},
         "deny": {**_COMMON_DENY, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
                  "init_module": 105, "finit_module": 273, "delete_module": 106, "kexec_load": 104,
                  "kexec_file_load": 294, "bpf": 280, "perf_event_open": 241, "reboot": 142, "swapon": 224,
@@ -117,20 +135,29 @@ def _arg(index: int) -> int:
     return 16 + 8 * index
 
 
-def seccomp_program(arch: str, *, network: bool, connect: str = "allow", host_ns: bool = True) -> bytes:
+def seccomp_program(
+    arch: str, *, network: bool, connect: str = "allow", host_ns: bool = True, metadata: str = "allow"
+) -> bytes:
     """The BPF filter every backend shares. `connect`: "notify" (a supervisor decides), "deny" or "allow".
 
     Always: the deny list; no setuid/setgid bit in any mode argument; no new namespaces (clone flags;
     clone3 and openat2 answer ENOSYS so libc falls back to the filterable calls); no TIOCSTI/TIOCLINUX;
     sockets only of the families a build needs (unix stream/seqpacket and netlink, plus inet with the
     network on: a unix datagram could reach syslog or journald, and sendmsg's address is out of reach).
-    `host_ns` (landlock: no pid or IPC namespace of its own): also refuse setsid/setpgid, so nothing leaves
-    the process group that is killed, and SysV/POSIX IPC, so no shared memory or queue of the host's.
+    `host_ns` (landlock: no pid or IPC namespace of its own, the host's files only read-only by Landlock):
+    also refuse setsid/setpgid, so nothing leaves the process group that is killed; SysV/POSIX IPC, so no
+    shared memory or queue of the host's; prlimit64 on another process (a core limit makes kimi dump its
+    memory, the API key with it, and a CPU limit kills it), setpriority/ioprio_set of all the user's
+    processes; extended attributes (POSIX ACLs) and chattr flags. `metadata` (host_ns only) is what
+    happens to chmod/chown/utime calls: "notify" (the supervisor applies them inside the workspace only),
+    "deny" (refused: root without a supervisor, where they would reach every file of the host) or "allow".
     """
     spec = arch_spec(arch)
     deny = sorted(dict(spec["deny"]).values())  # type: ignore[call-overload]
+    meta: dict[str, int] = dict(spec["meta"]) if host_ns and metadata != "allow" else {}  # type: ignore[call-overload]
     if host_ns:
         deny += sorted(dict(spec["host_ns"]).values())  # type: ignore[call-overload]
+    others: dict[str, int] = dict(spec["others"]) if host_ns else {}  # type: ignore[call-overload]
     prog: list[tuple[int, int, str | None, str | None]] = [
         (LD_W_ABS, 4, None, None),  # seccomp_data.arch
         (JEQ_K, int(spec["audit"]), "nr", "eperm"),  # type: ignore[call-overload]  # a foreign ABI: refuse
@@ -141,6 +168,12 @@ def seccomp_program(arch: str, *, network: bool, connect: str = "allow", host_ns
         prog.append((JGE_K, X32_SYSCALL_BIT, "eperm", None))  # x32 calls would bypass the numbers below
     for nr in deny:
         prog.append((JEQ_K, nr, "eperm", None))
+    if host_ns:
+        for nr in sorted(dict(spec["xattr"]).values()):  # type: ignore[call-overload]
+            prog.append((JEQ_K, nr, "eopnotsupp", None))
+        prog.append((JEQ_K, others["prlimit64"], "prlimit", None))
+        prog.append((JEQ_K, others["setpriority"], "prio", None))
+        prog.append((JEQ_K, others["ioprio_set"], "ioprio", None))
     for name in ("clone3", "openat2"):
         prog.append((JEQ_K, int(spec[name]), "enosys", None))  # type: ignore[call-overload]
     prog.append((JEQ_K, int(spec["socket"]), "socket", None))  # type: ignore[call-overload]
@@ -149,21 +182,41 @@ def seccomp_program(arch: str, *, network: bool, connect: str = "allow", host_ns
         prog.append((JEQ_K, int(spec["connect"]), "notify" if connect == "notify" else "eacces", None))  # type: ignore[call-overload]
     prog.append((JEQ_K, int(spec["ioctl"]), "ioctl", None))  # type: ignore[call-overload]
     prog.append((JEQ_K, int(spec["clone"]), "clone", None))  # type: ignore[call-overload]
-    by_index: dict[int, list[int]] = {}
-    for nr, index in dict(spec["mode_arg"]).values():  # type: ignore[call-overload]
-        by_index.setdefault(index, []).append(nr)
-    for index in sorted(by_index):
-        for nr in sorted(by_index[index]):
-            prog.append((JEQ_K, nr, f"mode{index}", None))
+    meta_action = "notify" if metadata == "notify" else "eperm"
+    by_index: dict[str, list[int]] = {}  # mode checks, by argument index and by what follows a clean mode
+    for name, (nr, index) in dict(spec["mode_arg"]).items():  # type: ignore[call-overload]
+        by_index.setdefault(f"mode{index}" + ("_meta" if name in meta else ""), []).append(nr)
+    for label in sorted(by_index):
+        for nr in sorted(by_index[label]):
+            prog.append((JEQ_K, nr, label, None))
+    for nr in sorted(nr for name, nr in meta.items() if name not in dict(spec["mode_arg"])):  # type: ignore[call-overload]
+        prog.append((JEQ_K, nr, meta_action, None))  # chown and utime: no mode to check first
     prog.append((RET_K, RET_ALLOW, None, None))
-    for index in sorted(by_index):
-        labels[f"mode{index}"] = len(prog)
-        prog.append((LD_W_ABS, _arg(index), None, None))
-        prog.append((JSET_K, SETID_BITS, "eperm", "allow"))
+    for label in sorted(by_index):
+        labels[label] = len(prog)
+        prog.append((LD_W_ABS, _arg(int(label[4:].split("_")[0])), None, None))
+        prog.append((JSET_K, SETID_BITS, "eperm", meta_action if label.endswith("_meta") else "allow"))
     labels["ioctl"] = len(prog)
     prog.append((LD_W_ABS, _arg(1), None, None))
     prog.append((JEQ_K, TIOCSTI, "eperm", None))
+    if host_ns:
+        for request in SETFLAGS_IOCTLS:  # chattr reaches files Landlock lets a command only read
+            prog.append((JEQ_K, request, "eperm", None))
     prog.append((JEQ_K, TIOCLINUX, "eperm", "allow"))
+    if host_ns:
+        labels["prlimit"] = len(prog)  # prlimit64(pid, resource, new, old): itself (0), or only reading
+        prog.append((LD_W_ABS, _arg(0), None, None))
+        prog.append((JEQ_K, 0, "allow", None))
+        prog.append((LD_W_ABS, _arg(2), None, None))
+        prog.append((JEQ_K, 0, None, "eperm"))
+        prog.append((LD_W_ABS, _arg(2) + 4, None, None))
+        prog.append((JEQ_K, 0, "allow", "eperm"))
+        labels["prio"] = len(prog)  # setpriority(which, who, prio): never PRIO_USER, every process of the user
+        prog.append((LD_W_ABS, _arg(0), None, None))
+        prog.append((JEQ_K, PRIO_USER, "eperm", "allow"))
+        labels["ioprio"] = len(prog)
+        prog.append((LD_W_ABS, _arg(0), None, None))
+        prog.append((JEQ_K, IOPRIO_WHO_USER, "eperm", "allow"))
     labels["clone"] = len(prog)
     prog.append((LD_W_ABS, _arg(0), None, None))
     prog.append((JSET_K, NEW_NAMESPACES, "eperm", "allow"))
@@ -190,6 +243,8 @@ def seccomp_program(arch: str, *, network: bool, connect: str = "allow", host_ns
     prog.append((RET_K, RET_ERRNO | EACCES, None, None))
     labels["enosys"] = len(prog)
     prog.append((RET_K, RET_ERRNO | ENOSYS, None, None))
+    labels["eopnotsupp"] = len(prog)
+    prog.append((RET_K, RET_ERRNO | EOPNOTSUPP, None, None))
     labels["notify"] = len(prog)
     prog.append((RET_K, RET_NOTIFY, None, None))
 

@@ -31,6 +31,10 @@ import stat
 import struct
 import time
 
+TYPE_CHECKING = False  # typing itself costs the spawner's start a few ms
+if TYPE_CHECKING:
+    from kimi_cli.tools.sandbox.supervise_meta import MetaCalls
+
 NOTIF_RECV, NOTIF_SEND, NOTIF_ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 434, 438
 PIDFD_THREAD = os.O_EXCL
@@ -61,10 +65,19 @@ class Pending:
 class Supervisor:
     """Answers the connect() notifications of every command the spawner started."""
 
-    def __init__(self, poller: select.poll, roots: list[str], network: bool) -> None:
+    def __init__(
+        self,
+        poller: select.poll,
+        roots: list[str],
+        network: bool,
+        hidden: list[str] | None = None,
+        meta: MetaCalls | None = None,
+    ) -> None:
         self.poller = poller
         self.roots = [os.path.realpath(r) for r in roots]
+        self.hidden = [os.path.normpath(h) for h in hidden or []]  # a workspace that is ~ holds ~/.ssh's sockets
         self.network = network
+        self.meta = meta  # supervise_meta.MetaCalls: chmod/chown/utime, when the filter sends them here
         self.listeners: set[int] = set()
         self.pending: dict[int, Pending] = {}  # by our copy of the socket
 
@@ -102,6 +115,10 @@ class Supervisor:
         if _libc.ioctl(listener, NOTIF_RECV, notif) != 0:
             return  # withdrawn (a signal) or the command is gone
         nid, tid = struct.unpack_from("=QI", notif, 0)
+        nr = struct.unpack_from("=i", notif, 16)[0]
+        if self.meta is not None and self.meta.handles(nr):
+            _respond(listener, nid, self._metadata(listener, nid, tid, nr, struct.unpack_from("=6Q", notif, 32)))
+            return
         fd_arg, addr_ptr, addr_len = struct.unpack_from("=3Q", notif, 32)
         try:
             copy, address = self._fetch(listener, nid, tid, ctypes.c_int32(fd_arg & 0xFFFFFFFF).value, addr_ptr,
@@ -127,13 +144,18 @@ class Supervisor:
         except Exception:
             self._done(pending, errno.EACCES)
 
+    def _metadata(self, listener: int, nid: int, tid: int, nr: int, args: tuple[int, ...]) -> int:
+        """chmod/chown/utime (supervise_meta.py): the errno to answer, 0 when it was done."""
+        assert self.meta is not None
+        try:
+            return int(self.meta.handle(nr, tid, args, lambda: _id_valid(listener, nid)))
+        except Exception:  # a bug here refuses the call; it never takes the spawner down
+            return errno.EPERM
+
     def _fetch(self, listener: int, nid: int, tid: int, fd: int, ptr: int, length: int) -> tuple[int, bytes]:
         if not 2 <= length <= 128:
             raise OSError(errno.EINVAL, "address length")
-        try:
-            pidfd = _pidfd_open(tid, PIDFD_THREAD)
-        except OSError:
-            pidfd = _pidfd_open(_tgid(tid), 0)  # before Linux 6.9: the thread group's fd table
+        pidfd = thread_pidfd(tid)
         try:
             mem = os.open(f"/proc/{tid}/mem", os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -172,6 +194,8 @@ class Supervisor:
         real = os.readlink(f"/proc/self/fd/{pending.target}")
         if not any(real == root or real.startswith(root + "/") for root in self.roots):
             return errno.EACCES
+        if any(real == h or real.startswith(h + "/") for h in self.hidden):
+            return errno.EACCES  # ~/.ssh's ControlMaster sockets, ~/.gnupg's agent: hidden inside the workspace too
         # /proc/self/fd/N names this very inode: no rename or symlink swap can redirect the connect.
         pending.address = struct.pack("=H", AF_UNIX) + f"/proc/self/fd/{pending.target}".encode() + b"\0"
         return 0
@@ -230,6 +254,14 @@ def _respond(listener: int, nid: int, err: int) -> None:
 def _id_valid(listener: int, nid: int) -> bool:
     buf = ctypes.c_uint64(nid)
     return _libc.ioctl(listener, NOTIF_ID_VALID, ctypes.byref(buf)) == 0
+
+
+def thread_pidfd(tid: int) -> int:
+    """A pidfd for the calling thread (its fd table), or its thread group's before Linux 6.9."""
+    try:
+        return _pidfd_open(tid, PIDFD_THREAD)
+    except OSError:
+        return _pidfd_open(_tgid(tid), 0)
 
 
 def _pidfd_open(pid: int, flags: int) -> int:

@@ -112,12 +112,13 @@ def test_a_git_planted_in_the_workspace_venv_never_runs_on_the_host(
 
 
 def test_an_allowed_hook_commit_runs_the_real_git_but_keeps_the_users_path_for_the_hook(
-    project: tuple[Path, Path, Path],
+    project: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws, venv_bin, marks = project
+    monkeypatch.setenv("KIMI_API_KEY", "sk-test-SECRET-hooks")
     plant(venv_bin, "git", marks)
     tool_in_venv = venv_bin / "lint-tool"  # what a project's pre-commit hook runs: found on the user's PATH
-    tool_in_venv.write_text(f"#!/bin/sh\necho lint-tool >> {marks}.hook\n")
+    tool_in_venv.write_text(f'#!/bin/sh\necho "lint-tool key=${{KIMI_API_KEY:-none}}" >> {marks}.hook\n')
     tool_in_venv.chmod(0o755)
     hook = ws / ".git" / "hooks" / "pre-commit"
     hook.write_text("#!/bin/sh\nlint-tool\n")
@@ -129,7 +130,9 @@ def test_an_allowed_hook_commit_runs_the_real_git_but_keeps_the_users_path_for_t
     for args in ({"command": "add", "paths": ["app.py"]}, {"command": "commit", "message": "change"}):
         result = asyncio.run(registry.call("Git", json.dumps(args), ctx))
         assert not result.is_error, result.output
-    assert Path(f"{marks}.hook").read_text() == "lint-tool\n"  # the allowed hook ran its project tool
+    # The allowed hook ran its project tool, without kimi's API key (git never needs it; project code must
+    # not get it).
+    assert Path(f"{marks}.hook").read_text() == "lint-tool key=none\n"
     assert ran(marks) == []  # but git itself was never the planted one
 
 

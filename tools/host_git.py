@@ -106,6 +106,8 @@ HARDENED_ENV: dict[str, str] = {
 # The user's own identity variables survive; every other GIT_* variable (GIT_DIR, GIT_EXTERNAL_DIFF, ...) goes.
 KEEP_ENV = {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
             "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_CONFIG_GLOBAL"}  # fmt: skip
+# Git never needs kimi's API key; an allowed hook (and whatever project code it runs) must not get it either.
+KIMI_KEYS = {"KIMI_API_KEY", "MOONSHOT_API_KEY"}
 # Porcelain that runs diff drivers and textconv unless told not to.
 DIFF_PORCELAIN = {"diff", "log", "show", "whatchanged"}
 DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
@@ -126,7 +128,7 @@ def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     from kimi_cli.tools.host_exec import trusted_path
 
     src = os.environ if environ is None else environ
-    env = {k: v for k, v in src.items() if not k.startswith("GIT_") or k in KEEP_ENV}
+    env = {k: v for k, v in src.items() if (not k.startswith("GIT_") or k in KEEP_ENV) and k not in KIMI_KEYS}
     env.update(HARDENED_ENV)
     env["PATH"] = trusted_path(src.get("PATH", os.defpath))  # no folder a sandboxed command can write
     return env
@@ -311,6 +313,8 @@ class SafeGit:
             for key in os.environ:
                 if key.startswith("GIT_") and key not in env:
                     env[key] = self._neutral(key)
+                elif key in KIMI_KEYS:
+                    env[key] = ""  # gitpython merges os.environ back in: an empty value is what reaches git
             loc = self.location
             writable = (self._workspace, loc.work_tree, loc.git_dir, loc.common_dir)
             argv = [git_program(writable), *safe_args([command, *args])]

@@ -105,7 +105,8 @@ def widenings(folder: Path) -> list[tuple[str, object, str]]:
     for name, server in sorted(servers.items()):
         if not isinstance(server, dict) or not isinstance(server.get("command"), str):
             continue
-        args = server.get("args") if isinstance(server.get("args"), list) else []
+        raw_args = server.get("args")
+        args = [str(a) for a in raw_args] if isinstance(raw_args, list) else []
         pins = server_pins(server["command"], args, folder)
         if pins:
             files_named = ", ".join(sorted(pins))

@@ -4,6 +4,7 @@ scripted server: interrupts in every phase, single-key approvals, type-ahead, at
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -314,3 +315,31 @@ def test_sigterm_ends_the_interactive_session_with_exit_4(repo: Path, env: dict,
     term = spawn(repo, env, server)
     term.child.kill(signal.SIGTERM)
     assert term.wait_exit(timeout=10) == 4
+
+
+@pytest.mark.parametrize("cols", [60, 120])
+def test_the_status_line_prices_the_pack_first_and_shows_the_turn_at_any_width(
+    repo: Path, env: dict, home: Path, server: ScriptedModelServer, cols: int
+) -> None:
+    ask_mode(home)
+    server.add({"tool_calls": [tool_call("Shell", {"command": "sleep 600", "timeout": 600}, "z1")]}, {"text": "ok"})
+    term = spawn(repo, env, server, cols=cols, extra_env={"KIMI_MODEL": "kimi-k3.1-pro"})
+    try:
+        idle = term.wait_for(r"pack [\d.]+k tokens ≈", regex=True)
+        status = term.status_line()
+        assert re.search(r"pack [\d.]+k tokens ≈\$0\.\d{3} \(\$0\.\d{3} cached\)", status), status
+        assert "ctx 0/" not in idle
+        term.line("wait")
+        approval(term, 1)
+        term.send("y")
+        wait_until(sleepers, timeout=15, what="the command to start")
+        term.wait_for(r"Shell \d+:\d\d .*esc to interrupt", regex=True)
+        status = term.status_line()
+        assert re.search(r"(running )?Shell \d+:\d\d · ↑[\d.]+k ↓\d+ · \$0\.\d{3} · esc to interrupt", status), status
+        assert len(status) <= cols
+        term.send(CTRL_C)
+        term.wait_for("interrupted")
+        wait_until(lambda: sleepers() == [], what="the interrupted command to be gone")
+        assert term.exit() == 0
+    finally:
+        term.close()

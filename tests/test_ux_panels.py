@@ -195,10 +195,10 @@ def steady(line: str) -> str:
 
 def test_before_the_first_prompt_the_status_prices_the_packed_context() -> None:
     status = _status(pack_tokens=303_000)
-    assert status.line(120) == (
-        "kimi-k3.1-pro (effort high) · pack 303k tokens · first request ≈$0.606 ($0.061 cached) · sandbox bwrap"
-    )
-    assert status.line(60) == "pack 303k tokens · first request ≈$0.606 ($0.061 cached)"
+    assert status.line(120) == "kimi-k3.1-pro (effort high) · pack 303k tokens ≈$0.606 ($0.061 cached) · sandbox bwrap"
+    assert status.line(60) == "pack 303k tokens ≈$0.606 ($0.061 cached)"  # the model's name goes first
+    status.mode = "⏸ plan mode"
+    assert status.line(60) == "⏸ plan mode · pack 303k tokens ≈$0.606 ($0.061 cached)"
 
 
 def test_during_a_turn_the_status_shows_time_tokens_cost_and_how_to_interrupt() -> None:
@@ -208,6 +208,9 @@ def test_during_a_turn_the_status_shows_time_tokens_cost_and_how_to_interrupt() 
     assert steady(status.line(120)) == "* thinking 0:00 · ↑12.3k ↓456 · $0.011 · esc to interrupt"
     assert steady(status.line(60)) == "* thinking 0:00 · ↑12.3k ↓456 · $0.011 · esc to interrupt"
     assert steady(status.line(40)) == "* thinking 0:00 · esc to interrupt"  # whole segments dropped, none cut
+    status.phase = "running Shell"
+    assert steady(status.line(120)) == "* running Shell 0:00 · ↑12.3k ↓456 · $0.011 · esc to interrupt"
+    assert steady(status.line(56)) == "* Shell 0:00 · ↑12.3k ↓456 · $0.011 · esc to interrupt"  # short forms first
 
 
 def test_a_model_without_a_price_says_so() -> None:

@@ -33,6 +33,12 @@ def money(usd: float) -> str:
     return f"${usd:.3f}" if usd < 10 else f"${usd:.2f}"
 
 
+def short_phase(phase: str) -> str:
+    """`running Shell` -> `Shell`; `thinking (1,234 chars)` -> `thinking`; for narrow terminals."""
+    phase = phase.split(" (", 1)[0]
+    return {"waiting for your answer": "waiting"}.get(phase, phase.removeprefix("running "))
+
+
 def elapsed(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600}h{seconds % 3600 // 60:02d}"
@@ -63,6 +69,7 @@ class SessionStatus:
     hint: str = ""  # a transient hint (Ctrl-C again to exit), replaces the idle line while set
     hint_until: float = 0.0
     extra: list[Callable[[], str]] = field(default_factory=list)  # more segments (features), low priority
+    _short: dict[int, str] = field(default_factory=dict)  # shorter forms of segments, by index (line())
 
     # --- counting ----------------------------------------------------------------------------------------
 
@@ -118,6 +125,7 @@ class SessionStatus:
             frame = SPINNER[int(now * 10) % len(SPINNER)]
             spent = now - self.turn_started
             out = [(0, f"{frame} {self.phase} {elapsed(spent)}")]
+            self._short = {0: f"{frame} {short_phase(self.phase)} {elapsed(spent)}"}
             out.append((1, f"↑{short_tokens(self.turn_prompt)} ↓{short_tokens(self.turn_output)}"))
             out.append((2, self.cost_text()))
             out.append((0, "esc to interrupt"))
@@ -133,14 +141,14 @@ class SessionStatus:
         out = [(2, model)]
         if self.mode:
             out.append((1, self.mode))
-        if self.pack_tokens and not self.prompt_tokens:
-            out.append((0, f"pack {short_tokens(self.pack_tokens)} tokens"))
+        if self.pack_tokens and not self.prompt_tokens:  # what the first request will carry, and cost
+            pack = f"pack {short_tokens(self.pack_tokens)} tokens"
             if self.priced:
                 miss = self.pack_tokens * self.rates.input / 1e6
                 hit = self.pack_tokens * self.rates.cached_input / 1e6
-                out.append((1, f"first request ≈{money(miss)} ({money(hit)} cached)"))
+                out.append((0, f"{pack} ≈{money(miss)} ({money(hit)} cached)"))
             else:
-                out.append((1, "no price for this model"))
+                out += [(0, pack), (1, "no price for this model")]
         else:
             pct = 100 * self.context_tokens / self.window if self.window else 0.0
             out.append((0, f"ctx {short_tokens(self.context_tokens)}/{short_tokens(self.window)} ({pct:.0f}%)"))
@@ -155,8 +163,14 @@ class SessionStatus:
         return out
 
     def line(self, width: int = 200) -> str:
-        """The segments that fit in `width` columns, in their order, joined by ` · `."""
+        """The segments that fit in `width` columns, in their order, joined by ` · `: first as they are,
+        then with their short forms (`Shell` for `running Shell`), then without the least important ones."""
+        self._short = {}
         segments = self.segments()
+        full = " · ".join(text for _, text in segments)
+        if len(full) <= width:
+            return full
+        segments = [(p, self._short.get(i, text)) for i, (p, text) in enumerate(segments)]
         kept = list(range(len(segments)))
         while kept:
             text = " · ".join(segments[i][1] for i in kept)

@@ -204,13 +204,16 @@ def seccomp_program(
             prog.append((JEQ_K, request, "eperm", None))
     prog.append((JEQ_K, TIOCLINUX, "eperm", "allow"))
     if host_ns:
-        labels["prlimit"] = len(prog)  # prlimit64(pid, resource, new, old): itself (0), or only reading
+        # prlimit64(pid, resource, new, old): itself (0) or only reading; another pid (psutil passes its own)
+        # goes to the supervisor, which lets it run only on a process of the same command (see supervise.py)
+        other = "notify" if connect == "notify" else "eperm"
+        labels["prlimit"] = len(prog)
         prog.append((LD_W_ABS, _arg(0), None, None))
         prog.append((JEQ_K, 0, "allow", None))
         prog.append((LD_W_ABS, _arg(2), None, None))
-        prog.append((JEQ_K, 0, None, "eperm"))
+        prog.append((JEQ_K, 0, None, other))
         prog.append((LD_W_ABS, _arg(2) + 4, None, None))
-        prog.append((JEQ_K, 0, "allow", "eperm"))
+        prog.append((JEQ_K, 0, "allow", other))
         labels["prio"] = len(prog)  # setpriority(which, who, prio): never PRIO_USER, every process of the user
         prog.append((LD_W_ABS, _arg(0), None, None))
         prog.append((JEQ_K, PRIO_USER, "eperm", "allow"))

@@ -44,7 +44,8 @@ class Spawner:
         supervised = restrict.seccomp_program(arch, network=network, connect="notify", metadata="notify")
         plain = restrict.seccomp_program(arch, network=network, connect="deny", metadata=plain_metadata())
         self.restriction = restrict.Restriction(ruleset_fd, supervised, plain, arch)
-        names = {nr: name for name, nr in restrict.arch_spec(arch)["meta"].items()}
+        spec = restrict.arch_spec(arch)
+        names = {nr: name for name, nr in spec["meta"].items()}
         self.sock = sock
         self.me = os.getpid()
         self.running: set[int] = set()
@@ -59,7 +60,8 @@ class Spawner:
         for fd in (sock.fileno(), self.wake_r, self.intake.fileno()):
             self.poller.register(fd, select.POLLIN)
         calls = meta.MetaCalls(names, config["roots"], hidden, supervise.thread_pidfd)
-        self.supervisor = supervise.Supervisor(self.poller, config["roots"], network, hidden, calls)
+        prlimit = spec["others"]["prlimit64"]
+        self.supervisor = supervise.Supervisor(self.poller, config["roots"], network, hidden, calls, prlimit)
 
     def shutdown(self, *_: object) -> None:
         for pid in self.groups:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from kimi_cli.tools.sandbox.supervise_meta import MetaCalls
 
 NOTIF_RECV, NOTIF_SEND, NOTIF_ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
+CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE: only where the decision rests on registers, never on memory
 SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 434, 438
 PIDFD_THREAD = os.O_EXCL
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
@@ -72,12 +73,14 @@ class Supervisor:
         network: bool,
         hidden: list[str] | None = None,
         meta: MetaCalls | None = None,
+        prlimit_nr: int = -1,
     ) -> None:
         self.poller = poller
         self.roots = [os.path.realpath(r) for r in roots]
         self.hidden = [os.path.normpath(h) for h in hidden or []]  # a workspace that is ~ holds ~/.ssh's sockets
         self.network = network
         self.meta = meta  # supervise_meta.MetaCalls: chmod/chown/utime, when the filter sends them here
+        self.prlimit_nr = prlimit_nr
         self.listeners: set[int] = set()
         self.pending: dict[int, Pending] = {}  # by our copy of the socket
 
@@ -116,6 +119,9 @@ class Supervisor:
             return  # withdrawn (a signal) or the command is gone
         nid, tid = struct.unpack_from("=QI", notif, 0)
         nr = struct.unpack_from("=i", notif, 16)[0]
+        if nr == self.prlimit_nr:
+            self._prlimit(listener, nid, tid, _int(struct.unpack_from("=Q", notif, 32)[0]))
+            return
         if self.meta is not None and self.meta.handles(nr):
             _respond(listener, nid, self._metadata(listener, nid, tid, nr, struct.unpack_from("=6Q", notif, 32)))
             return
@@ -143,6 +149,20 @@ class Supervisor:
             self._start(pending)
         except Exception:
             self._done(pending, errno.EACCES)
+
+    def _prlimit(self, listener: int, nid: int, tid: int, pid: int) -> None:
+        """prlimit64 on a pid: only a process of the caller's own command (the same process group, which no
+        command can leave), never kimi or the spawner (a core limit would dump kimi's memory, the API key
+        with it; a CPU limit kills). The decision rests on the pid, a register the caller cannot change, so
+        the kernel may run the call itself (CONTINUE), with the caller's own rights."""
+        try:
+            same = _pgid(pid) == _pgid(tid)
+        except OSError:
+            same = False
+        if same and _id_valid(listener, nid):
+            _respond(listener, nid, 0, CONTINUE)
+        else:
+            _respond(listener, nid, errno.EPERM)
 
     def _metadata(self, listener: int, nid: int, tid: int, nr: int, args: tuple[int, ...]) -> int:
         """chmod/chown/utime (supervise_meta.py): the errno to answer, 0 when it was done."""
@@ -246,9 +266,22 @@ class Supervisor:
         os.close(pending.copy)
 
 
-def _respond(listener: int, nid: int, err: int) -> None:
-    resp = ctypes.create_string_buffer(struct.pack("=QqiI", nid, 0, -err, 0), 24)
+def _respond(listener: int, nid: int, err: int, flags: int = 0) -> None:
+    resp = ctypes.create_string_buffer(struct.pack("=QqiI", nid, 0, -err, flags), 24)
     _libc.ioctl(listener, NOTIF_SEND, resp)  # ENOENT: the command stopped waiting; nothing to do
+
+
+def _int(value: int) -> int:
+    """A 64-bit register as the kernel reads an int argument (a pid)."""
+    return ctypes.c_int32(value & 0xFFFFFFFF).value
+
+
+def _pgid(pid: int) -> int:
+    """A process's group, from /proc/PID/stat (after the command name, which may hold spaces and parens)."""
+    if pid <= 0:
+        raise OSError(errno.ESRCH, "no such process")
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return int(fh.read().rsplit(b")", 1)[1].split()[2])
 
 
 def _id_valid(listener: int, nid: int) -> bool:

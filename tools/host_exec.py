@@ -26,7 +26,9 @@ def sandbox_writable(*folders: Path | str) -> None:
     """Note folders that sandboxed commands may write (a workspace, a private tmp) for every later lookup."""
     with _lock:
         for folder in folders:
-            _WRITABLE.add(os.path.realpath(folder))
+            real = os.path.realpath(folder)
+            if real != os.sep:  # `/` as a workspace would leave no PATH at all; nothing sane lives there
+                _WRITABLE.add(real)
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:

@@ -38,6 +38,10 @@ def test_slash_opens_a_menu_with_descriptions_as_you_type(repo: Path, env: dict,
         term.send("/mo")
         assert "show the server's models, or switch to one" in term.wait_for("/model")
         term.send("\x15")
+        term.send("/he")
+        term.wait_for("/help")
+        term.send("\r")  # Enter on the menu runs the first match
+        term.wait_for("the hooks that run at session events")  # /help ran
         assert term.exit() == 0
     finally:
         term.close()

@@ -213,6 +213,8 @@ class InputLine:
             state = buffer.complete_state
             if state is not None and state.current_completion is not None:
                 buffer.apply_completion(state.current_completion)
+            elif state is not None and state.completions and _is_command_prefix(buffer.text):
+                buffer.apply_completion(state.completions[0])  # `/he` Enter runs the first match, as shown
             text = buffer.text
             if not text.strip():
                 return
@@ -290,6 +292,10 @@ class InputLine:
             self._answer("")
             return
         self.on_interrupt(key)
+
+
+def _is_command_prefix(text: str) -> bool:
+    return text.startswith("/") and not any(c.isspace() for c in text)
 
 
 def _fit(text: str, width: int) -> str:

@@ -16,9 +16,11 @@ Two kinds of paths:
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import errno
 import os
-import shutil
+import secrets
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,9 +32,16 @@ from kimi_cli.tools import safe_fs
 T = TypeVar("T")
 
 MAX_GUARDED_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 32  # below a guarded root: a deeper folder is kept or removed whole, never walked into
+MAX_ENTRIES = 200_000  # per walk, shallowest first: what git runs (hooks/x, config) is always seen
+MAX_STEPS = 2_000_000  # removals and renames for one folder before a racing writer is given up on
+NOT_PUT_BACK = " (could NOT be put back: it is checked again before the next command)"
 Stamp = tuple[int, int, int, int]
 
-GIT_STRICT = ("config", "config.worktree", "hooks", "info", "commondir", "objects/info")
+# rebase-merge, rebase-apply, sequencer: a todo list's `exec` lines run when the user types `git rebase
+# --continue` (kimi's Git tool never starts a rebase, so none appears legitimately).
+GIT_STRICT = ("config", "config.worktree", "hooks", "info", "commondir", "objects/info", "rebase-merge",
+              "rebase-apply", "sequencer")  # fmt: skip
 GIT_LOOSE = ("HEAD", "packed-refs", "refs")
 WORKTREE_LINKS = ("gitdir", "commondir", "config.worktree")
 
@@ -71,47 +80,61 @@ class _Snapshot:
     """Files and folders under `roots` (workspace-relative), read and repaired only through folder
     descriptors from the workspace root that never follow a link (safe_fs): a command racing us (a
     background task swapping .git/refs for a link to ~/.ssh or /etc) makes an operation fail, never
-    read from or write to the place the link points at."""
+    read from or write to the place the link points at.
+
+    A hostile command shapes these trees, so nothing here recurses or holds a descriptor per level: the
+    walk is breadth first and stops MAX_DEPTH below a root (git's own layout is a few levels deep; a
+    deeper folder is kept or removed whole), folders are removed by pulling their contents up one level
+    at a time, and a folder made read-only (`chmod 555 .git/hooks`) is made writable again first."""
 
     workspace: Path
     roots: list[str]
     files: dict[str, tuple[Stamp, bytes | None]] = field(default_factory=dict)  # None: too big to keep
-    dirs: set[str] = field(default_factory=set)
+    dirs: dict[str, int] = field(default_factory=dict)  # folder -> its permission bits
 
-    def walk(self, root_fd: int) -> tuple[dict[str, Stamp], set[str]]:
-        """Every file and folder under the roots: one no-follow open per folder, fstatat per entry."""
+    def walk(self, root_fd: int) -> tuple[dict[str, Stamp], dict[str, int]]:
+        """Every file and folder under the roots, shallowest first: fstatat per entry, one open per folder."""
         files: dict[str, Stamp] = {}
-        dirs: set[str] = set()
+        dirs: dict[str, int] = {}
+        queue: collections.deque[tuple[str, int]] = collections.deque()
         for root in self.roots:
-            folder, name = safe_fs.split(root)
             try:
-                parent = safe_fs.open_at(root_fd, folder, safe_fs.DIR_FLAGS)
+                st = safe_fs.lstat_at(root_fd, root)
+            except OSError:
+                continue
+            self._note(root, st, 0, files, dirs, queue)
+        seen = 0
+        while queue and seen < MAX_ENTRIES:
+            rel, depth = queue.popleft()
+            try:
+                fd = safe_fs.open_dir_at(root_fd, rel)
             except OSError:
                 continue
             try:
-                self._entry(parent, name, root, files, dirs)
+                for name in os.listdir(fd):
+                    seen += 1
+                    with contextlib.suppress(OSError):
+                        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                        self._note(f"{rel}/{name}", st, depth + 1, files, dirs, queue)
             finally:
-                os.close(parent)
+                os.close(fd)
         return files, dirs
 
-    def _entry(self, parent: int, name: str, rel: str, files: dict[str, Stamp], dirs: set[str]) -> None:
-        try:
-            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        except OSError:
-            return
+    @staticmethod
+    def _note(
+        rel: str,
+        st: os.stat_result,
+        depth: int,
+        files: dict[str, Stamp],
+        dirs: dict[str, int],
+        queue: collections.deque[tuple[str, int]],
+    ) -> None:
         if not stat.S_ISDIR(st.st_mode):
             files[rel] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
             return
-        dirs.add(rel)
-        try:
-            fd = os.open(name, safe_fs.DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
-        except OSError:
-            return
-        try:
-            for child in os.listdir(fd):
-                self._entry(fd, child, f"{rel}/{child}", files, dirs)
-        finally:
-            os.close(fd)
+        dirs[rel] = stat.S_IMODE(st.st_mode)
+        if depth < MAX_DEPTH:
+            queue.append((rel, depth))
 
     def remember(self, root_fd: int) -> None:
         current, self.dirs = self.walk(root_fd)
@@ -131,16 +154,28 @@ class _Snapshot:
         self.files = files
 
     def restore(self, root_fd: int) -> list[str]:
-        """Put back what changed since remember(); returns the paths it had to repair."""
+        """Put back what changed since remember(); the paths it repaired, and those it could not, marked."""
         repaired: list[str] = []
+        _writable_ancestors(root_fd, self.roots)
         current, dirs = self.walk(root_fd)
-        for rel in sorted(set(current) - set(self.files)):
-            with contextlib.suppress(OSError):
-                safe_fs.remove_at(root_fd, rel, prune=False)
-                repaired.append(rel)
-        for rel in sorted(dirs - self.dirs, key=lambda r: r.count("/"), reverse=True):
+        for rel in sorted(self.dirs, key=lambda r: r.count("/")):  # modes first: a 0555 folder blocks repairs
+            if rel in dirs and dirs[rel] != self.dirs[rel]:
+                with contextlib.suppress(OSError):
+                    _chmod_dir(root_fd, rel, self.dirs[rel])
+                    repaired.append(rel)
+        removed: list[str] = []
+        for rel in sorted(set(dirs) - set(self.dirs), key=lambda r: r.count("/")):
+            if any(rel.startswith(top + "/") for top in removed):
+                continue  # went with the folder above it
             with contextlib.suppress(OSError):
                 _remove_tree(root_fd, rel)
+                removed.append(rel)
+                repaired.append(rel)
+        for rel in sorted(set(current) - set(self.files)):
+            if any(rel.startswith(top + "/") for top in removed):
+                continue
+            with contextlib.suppress(OSError):
+                safe_fs.remove_at(root_fd, rel, prune=False)
                 repaired.append(rel)
         for rel, (stamp, data) in self.files.items():
             if current.get(rel) == stamp:
@@ -156,7 +191,25 @@ class _Snapshot:
                 else:
                     _put_file(root_fd, rel, data, stamp[3] & 0o7777)
         self._refresh(root_fd, [rel for rel in repaired if rel in self.files])
-        return sorted({str(self.workspace / rel) for rel in repaired})
+        failed = self._still_wrong(root_fd) if repaired else set()
+        return sorted({str(self.workspace / rel) + (NOT_PUT_BACK if rel in failed else "") for rel in repaired} |
+                      {str(self.workspace / rel) + NOT_PUT_BACK for rel in failed})  # fmt: skip
+
+    def _still_wrong(self, root_fd: int) -> set[str]:
+        """What differs from the baseline after a repair (a racing writer, or something we could not undo)."""
+        current, dirs = self.walk(root_fd)
+        wrong = {rel for rel in set(current) ^ set(self.files)} | {rel for rel in set(dirs) ^ set(self.dirs)}
+        for rel, (stamp, data) in self.files.items():
+            if rel in current and current[rel] != stamp and data is not None:
+                with contextlib.suppress(OSError):
+                    now = (
+                        safe_fs.readlink_at(root_fd, rel).encode()
+                        if stat.S_ISLNK(current[rel][3])
+                        else safe_fs.read_at(root_fd, rel, MAX_GUARDED_BYTES)[0]
+                    )
+                    if now != data or (current[rel][3] & 0o7777) != (stamp[3] & 0o7777):
+                        wrong.add(rel)
+        return wrong
 
     def _refresh(self, root_fd: int, rels: list[str]) -> None:
         """New stamps for what we just put back, where it holds what we wrote. Never a new baseline: a
@@ -173,31 +226,99 @@ class _Snapshot:
                     self.files[rel] = ((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode), data)
 
 
+def _writable_ancestors(root_fd: int, roots: list[str]) -> None:
+    """The workspace and the folders above each guarded root must let us write (a command owns them and
+    may chmod 555 .git, which would stop every repair below it)."""
+    folders = {""}
+    for root in roots:
+        parts = root.split("/")[:-1]
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    for folder in sorted(folders, key=lambda r: r.count("/")):
+        with contextlib.suppress(OSError):
+            fd = safe_fs.open_dir_at(root_fd, folder) if folder else os.open(".", safe_fs.DIR_FLAGS, dir_fd=root_fd)
+            try:
+                mode = stat.S_IMODE(os.fstat(fd).st_mode)
+                if mode & 0o700 != 0o700:
+                    os.fchmod(fd, mode | 0o700)
+            finally:
+                os.close(fd)
+
+
+def _chmod_dir(root_fd: int, rel: str, mode: int) -> None:
+    fd = safe_fs.open_dir_at(root_fd, rel)
+    try:
+        os.fchmod(fd, mode & 0o1777)
+    finally:
+        os.close(fd)
+
+
 def _remove_tree(root_fd: int, rel: str) -> None:
-    """rmtree of a folder below the workspace, from its parent's no-follow descriptor."""
+    """Remove a folder below the workspace (or whatever is there), from its parent's no-follow descriptor."""
     folder, name = safe_fs.split(rel)
     parent = safe_fs.open_dir_at(root_fd, folder)
     try:
-        shutil.rmtree(name, dir_fd=parent)
+        _remove_entry(parent, name)
     finally:
         os.close(parent)
 
 
+def _remove_entry(parent: int, name: str) -> None:
+    """Remove `name` in `parent`: a file or link is unlinked; a folder is emptied by pulling what its
+    subfolders hold up into it (a rename, never a descent), so any depth takes two descriptors and no
+    recursion; read-only folders are made writable first. A writer racing us ends it after MAX_STEPS."""
+    st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(name, dir_fd=parent)
+        return
+    top = os.open(name, safe_fs.DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        _make_writable(top)
+        token, steps = secrets.token_hex(6), 0
+        while entries := os.listdir(top):
+            for entry in entries:
+                steps += 1
+                if steps > MAX_STEPS:
+                    raise OSError(errno.EAGAIN, "a writer keeps adding to the folder", name)
+                if not stat.S_ISDIR(os.stat(entry, dir_fd=top, follow_symlinks=False).st_mode):
+                    os.unlink(entry, dir_fd=top)
+                    continue
+                sub = os.open(entry, safe_fs.DIR_FLAGS | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top)
+                try:
+                    _make_writable(sub)
+                    for inner in os.listdir(sub):
+                        steps += 1
+                        os.rename(inner, f".kimi-rm-{token}-{steps}", src_dir_fd=sub, dst_dir_fd=top)
+                finally:
+                    os.close(sub)
+                os.rmdir(entry, dir_fd=top)
+    finally:
+        os.close(top)
+    os.rmdir(name, dir_fd=parent)
+
+
+def _make_writable(fd: int) -> None:
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if mode & 0o700 != 0o700:
+        os.fchmod(fd, (mode | 0o700) & 0o1777)
+
+
 def _put_file(root_fd: int, rel: str, data: bytes, mode: int) -> None:
-    """Write a temp file in the parent's descriptor, set its mode on the descriptor, rename it into place:
-    whatever is at `rel` (a link included) is replaced, never written through."""
+    """Write a temp file (a name no command can guess) in the parent's descriptor, set its mode on the
+    descriptor, rename it into place: whatever is at `rel` (a link included) is replaced, never written
+    through."""
     folder, name = safe_fs.split(rel)
     parent = safe_fs.open_dir_at(root_fd, folder, create=True)
     try:
-        tmp = f".{name[:60]}.{os.getpid()}.kimi-guard"
+        _make_writable(parent)
+        tmp = f".{name[:60]}.{secrets.token_hex(8)}.kimi-guard"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=parent)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 os.fchmod(fh.fileno(), mode & 0o1777)  # never a setuid/setgid bit
-            with contextlib.suppress(IsADirectoryError, OSError):
+            with contextlib.suppress(FileNotFoundError):
                 if stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
-                    shutil.rmtree(name, dir_fd=parent)
+                    _remove_entry(parent, name)
             os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -223,12 +344,20 @@ class GitGuard:
 
     def before(self) -> list[str]:
         """Repair what changed since the last command (a background task), then take the loose baseline."""
-        repaired = self._with_root(self.strict.restore)
-        self._with_root(self.loose.remember)
+        repaired = self._safely(self.strict.restore)
+        self._safely(self.loose.remember)
         return repaired
 
     def after(self) -> list[str]:
-        return sorted(set(self._with_root(self.strict.restore)) | set(self._with_root(self.loose.restore)))
+        return sorted(set(self._safely(self.strict.restore)) | set(self._safely(self.loose.restore)))
+
+    def _safely(self, action: Callable[[int], T]) -> T | list[str]:
+        """The guard must never take the Shell tool down (a command shapes what it walks): an unexpected
+        failure is reported as a path that could not be checked, and the next command tries again."""
+        try:
+            return self._with_root(action)
+        except Exception as exc:
+            return [f"{self.workspace}/.git{NOT_PUT_BACK} [{type(exc).__name__}]"]
 
 
 def repair_note(repaired: list[str], workspace: Path, by: str = "the command") -> str:

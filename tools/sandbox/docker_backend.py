@@ -24,8 +24,12 @@ from kimi_cli.tools.sandbox.restrict import Unavailable, docker_seccomp_profile,
 
 # Runs the command, then kills whatever it left behind (kill -1 spares the caller and pid 1, the keeper).
 WRAPPER = '"$0" -c "$1"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
-# pid 1 itself reads (no child that `kill -1` could take away); end of input: kimi is gone.
+# pid 1 itself reads (no child that `kill -1` could take away); end of input: kimi is gone. It runs as a
+# user no command runs as: a command of the same uid could open /proc/1/fd/0 for writing and hold the pipe
+# open (pid 1 then never sees kimi go, and the container outlives a kill -9 of kimi), or write /proc/1/mem.
+# Another uid without CAP_SYS_PTRACE closes /proc/1/fd and /proc/1/mem to it; commands get the image's user.
 KEEPER = ["sh", "-c", "while read -r _; do :; done"]
+KEEPER_USER = "2147483646:2147483646"
 
 
 def docker_client() -> Any:
@@ -72,7 +76,8 @@ def container_options(policy: SandboxPolicy, image: str, memory: str, pids_limit
         "pids_limit": pids_limit,
         "volumes": volumes,
         "masks": masks,  # files covered with /dev/null
-        "working_dir": ws,
+        "working_dir": "/",  # the keeper's uid may not enter the workspace; each exec names it
+        "user": KEEPER_USER,
         "read_only": True,
         "tmpfs": tmpfs,
         "cap_drop": ["ALL"],
@@ -96,6 +101,7 @@ class DockerSandbox:
         self._container: Any = None
         self._lifeline: Any = None  # the attach to pid 1's stdin: closes when kimi dies
         self._shell = "sh"
+        self._user = "0"  # the image's own user, for every exec (see KEEPER_USER)
         kimi = policy.workspace / ".kimi"
         self.guard = None if kimi.exists() else GitGuard(policy.workspace, [kimi])  # else mounted read-only
 
@@ -119,7 +125,8 @@ class DockerSandbox:
             self._lifeline = self._client.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
             container.start()
             self._container = container
-            probe = self._client.api.exec_create(self._container.id, ["sh", "-c", "command -v bash"])
+            self._user = image_user(self._client, self.options["image"])
+            probe = self._client.api.exec_create(self._container.id, ["sh", "-c", "command -v bash"], user=self._user)
             if self._client.api.exec_start(probe["Id"]).strip():
                 self._shell = "bash"
         return self._container
@@ -139,8 +146,9 @@ class DockerSandbox:
         await asyncio.to_thread(self._ensure)
         api = self._client.api
         exec_id = api.exec_create(
-            self._container.id, ["sh", "-c", WRAPPER, self._shell, command], workdir=str(self.policy.workspace)
-        )["Id"]
+            self._container.id, ["sh", "-c", WRAPPER, self._shell, command], workdir=str(self.policy.workspace),
+            user=self._user,
+        )["Id"]  # fmt: skip
         collector = OutputCollector(self.output_cap)
         done = threading.Event()
 
@@ -168,7 +176,7 @@ class DockerSandbox:
 
     def _kill_all(self) -> None:
         with contextlib.suppress(Exception):
-            kid = self._client.api.exec_create(self._container.id, ["sh", "-c", "kill -9 -1"])
+            kid = self._client.api.exec_create(self._container.id, ["sh", "-c", "kill -9 -1"], user=self._user)
             self._client.api.exec_start(kid["Id"])
 
     async def close(self) -> None:
@@ -197,11 +205,20 @@ def create_container(client: Any, options: dict[str, Any]) -> Any:
     binds += [f"/dev/null:{path}:ro" for path in options["masks"]]
     host = api.create_host_config(binds=binds, **{k: options[k] for k in HOST_KEYS})
     created = api.create_container(
-        options["image"], options["command"], name=options["name"], labels=options["labels"],
+        options["image"], options["command"], name=options["name"], labels=options["labels"], user=options["user"],
         working_dir=options["working_dir"], environment=options["environment"], host_config=host,
         stdin_open=options["stdin_open"], detach=not options["stdin_once"],  # docker-py: StdinOnce = not detach
     )  # fmt: skip
     return client.containers.get(created["Id"])
+
+
+def image_user(client: Any, image: str) -> str:
+    """The user the image names (Config.User), root when it names none: what commands run as."""
+    try:
+        user = client.images.get(image).attrs.get("Config", {}).get("User") or ""
+    except Exception:
+        user = ""
+    return user or "0"
 
 
 def reap_orphans(client: Any) -> None:

@@ -67,7 +67,8 @@ def test_build_policy_hides_existing_credential_stores_and_git(tmp_path: Path) -
     assert in_home == [HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False)]
     from kimi_cli.paths import private_dirs
 
-    system = ("/etc/", "/var/lib/", *(str(p) for p in private_dirs()))  # /etc/shadow & co, and kimi's own folders
+    # /etc/shadow & co, /run/user and /run/secrets, Kerberos tickets, and kimi's own folders
+    system = ("/etc/", "/var/lib/", "/run/", "/var/run/", "/tmp/krb5cc_", *(str(p) for p in private_dirs()))
     assert all(str(h.path).startswith(system) for h in pol.hidden if h not in in_home)
     assert pol.read_only == (ws / ".git",)
     assert "KIMI_API_KEY" not in pol.env and pol.network is False

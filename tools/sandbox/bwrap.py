@@ -10,6 +10,7 @@ landlock backend (restrict.py) goes in with --seccomp: no setuid bits, no new na
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from pathlib import Path
 from kimi_cli.tools.host_exec import host_which
 from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
-from kimi_cli.tools.sandbox.policy import SandboxPolicy
+from kimi_cli.tools.sandbox.policy import SandboxPolicy, current_hidden
 from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
 
 MASKED_DIRS = ("/run", "/var/run")
@@ -58,6 +59,8 @@ def bwrap_argv(
     for path in policy.read_only:
         argv += ["--ro-bind", str(path), str(path)]
     for hidden in policy.hidden:
+        if not hidden.path.is_relative_to(ws) and any(hidden.path.is_relative_to(d) for d in (*folders, "/tmp")):
+            continue  # already covered by an empty tmpfs or the private /tmp
         if hidden.is_dir:
             argv += ["--tmpfs", str(hidden.path), "--remount-ro", str(hidden.path)]
         else:
@@ -125,7 +128,16 @@ class BwrapSandbox:
         return read
 
     def argv(self, command: str, seccomp_fd: int | None) -> list[str]:
-        return bwrap_argv(self.policy, [self.shell, "-c", command], self.exe, seccomp_fd)
+        return bwrap_argv(self._now(), [self.shell, "-c", command], self.exe, seccomp_fd)
+
+    def _now(self) -> SandboxPolicy:
+        """The policy with the hidden table looked up again (~1 ms): a credential file made since the session
+        began (`gh auth login` in another terminal) is hidden from the next command too."""
+        if not self.policy.hidden_patterns:
+            return self.policy
+        known = {h.path for h in self.policy.hidden}
+        new = [h for h in current_hidden(self.policy.hidden_patterns, self.policy.workspace) if h.path not in known]
+        return dataclasses.replace(self.policy, hidden=(*self.policy.hidden, *new)) if new else self.policy
 
     async def run(self, command: str, timeout: float) -> ExecResult:
         fd = self._program_fd()

@@ -71,7 +71,9 @@ QUIET = ("_", "SHLVL", "OLDPWD", "PWD", "HOSTNAME", "HOSTTYPE", "MACHTYPE", "OST
 # Values that are credentials whatever the variable's name: a URL with a user (and maybe a password) in it,
 # and the prefixes of well-known token formats.
 CREDENTIAL_VALUE = re.compile(
-    r"[a-z][a-z0-9+.\-]*://[^/\s@:]+(:[^/\s@]*)?@"  # scheme://user[:password]@host
+    r"[a-z][a-z0-9+.\-]*://[^/\s@]+@"  # scheme://user[:password]@host, or ://:token@host (no user)
+    r"|(pass(word|wd|phrase)?|secret|token|api[_\-]?key|access[_\-]?key|credentials?)[\s\"']*[=:][\s\"']*[^\s\"'$]{4}"
+    # ^ a setting inside a value: GRADLE_OPTS=-Dsonatype.password=..., MAVEN_OPTS=-Dgpg.passphrase=...
     r"|\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"  # GitHub tokens
     r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
     r"|\bglpat-[A-Za-z0-9_\-]{16,}"  # GitLab

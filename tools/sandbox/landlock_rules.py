@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kimi_cli.tools.sandbox.hidden import not_yet
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
 
 # Filesystem access rights (linux/landlock.h), and the ABI that introduced each.
@@ -91,6 +92,9 @@ def landlock_plan(
     """
     handled = fs_rights_for_abi(abi)
     hidden = [str(h.path) for h in policy.hidden]
+    # Where a home credential would appear later (~/.config/gh): split for reading, never granted whole.
+    # Not for the writable roots: a workspace that is ~ must still take new files at its top.
+    later = not_yet(policy.hidden_patterns, policy.home) if policy.home is not None else []
     writable = [str(policy.workspace), str(policy.private_tmp)]
     grants: dict[str, int] = {}
 
@@ -103,7 +107,7 @@ def landlock_plan(
         if access:
             grants[path] = grants.get(path, 0) | access
 
-    for path in split_around("/", [*hidden, "/dev"], list_dir):
+    for path in split_around("/", [*hidden, *later, "/dev"], list_dir):
         grant(path, READ)
     grant("/dev", READ_DIR)
     for path in DEVICES:

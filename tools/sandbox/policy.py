@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kimi_cli.tools.sandbox.env import SANE_PATH, EnvNotice, sandbox_env
-from kimi_cli.tools.sandbox.hidden import default_entries, expand
+from kimi_cli.tools.sandbox.hidden import default_entries, existing, patterns
 
 __all__ = ["SANE_PATH", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
 
@@ -31,6 +31,8 @@ class SandboxPolicy:
     network: bool = False
     env: dict[str, str] = field(default_factory=dict)
     sockets: tuple[Path, ...] = ()  # listening unix sockets outside the workspace when the session began
+    hidden_patterns: tuple[str, ...] = ()  # the table made absolute: bwrap looks again before each command
+    home: Path | None = None
     notice: EnvNotice = field(default_factory=EnvNotice, compare=False)
 
 
@@ -55,7 +57,9 @@ def build_policy(
     from kimi_cli.paths import private_dirs  # kimi's own folders, wherever KIMI_HOME/XDG_CACHE_HOME put them
 
     entries = [*default_entries(), *(extra_hidden or []), *(str(p) for p in private_dirs())]
-    hidden = [HiddenPath(path, path.is_dir()) for path in expand(entries, home) if not _covers(path, workspace)]
+    full_environ = os.environ if environ is None else environ
+    found = tuple(p for p in patterns(entries, home, full_environ) if not _covers(Path(p), workspace))
+    hidden = current_hidden(found, workspace)
     ws = workspace.resolve()
     from kimi_cli.tools.host_exec import sandbox_writable  # kimi's host programs never come from these
 
@@ -71,7 +75,14 @@ def build_policy(
         env=env,
         sockets=tuple(host_sockets([ws, private_tmp.resolve()])),
         notice=EnvNotice(withheld),
+        hidden_patterns=found,
+        home=home,
     )
+
+
+def current_hidden(found: tuple[str, ...], workspace: Path) -> list[HiddenPath]:
+    """What the patterns match now (never a folder that holds the workspace)."""
+    return [HiddenPath(path, path.is_dir()) for path in existing(found) if not _covers(path, workspace)]
 
 
 def host_sockets(inside: list[Path], table: str = "/proc/net/unix") -> list[Path]:

@@ -14,6 +14,8 @@
  *   probe prlimit PID RES SOFT  set another process's soft limit (RES: 4 core, 0 cpu), keeping its hard one
  *   probe int80 NR [A [B]]      a raw i386 syscall through int 0x80 (x86_64 only)
  *   probe mem-write PID         write one byte of PID's stack back through /proc/PID/mem
+ *   probe opath-connect PATH    open(PATH, O_PATH), then connect to /proc/self/fd/N (the inode, by its fd)
+ *   probe opath-chmod PATH MODE open(PATH, O_PATH), then chmod /proc/self/fd/N
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -205,7 +207,28 @@ int main(int argc, char **argv) {
         printf("memory-written\n");
         return 0;
     }
+    if (argc >= 3 && (strcmp(argv[1], "opath-connect") == 0 || strcmp(argv[1], "opath-chmod") == 0)) {
+        int fd = open(argv[2], O_PATH);
+        if (fd < 0) {
+            printf("error: open: %s\n", strerror(errno));
+            return 1;
+        }
+        char path[64], buf[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        if (argv[1][6] == 'c' && argv[1][7] == 'h') {
+            int r = chmod(path, argc > 3 ? (mode_t)strtol(argv[3], NULL, 8) : 0777);
+            printf(r != 0 ? "error: %s\n" : "chmod-done%s\n", r != 0 ? strerror(errno) : "");
+            return r != 0;
+        }
+        int r = dial(path, buf, sizeof buf);
+        if (r < 0) {
+            printf("error: %s\n", strerror(-r));
+            return 1;
+        }
+        printf("connected: %s\n", buf);
+        return 0;
+    }
     fprintf(stderr, "usage: probe serve|connect|connect-loop|syscall|fds|swap|open-mode|shm-read|fchmod|setxattr|"
-                    "setflags|prlimit|int80|mem-write ...\n");
+                    "setflags|prlimit|int80|mem-write|opath-connect|opath-chmod ...\n");
     return 2;
 }

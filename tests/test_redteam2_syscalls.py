@@ -106,3 +106,48 @@ def test_a_hard_link_to_a_host_socket_cannot_be_made_in_the_workspace(rig: Rig) 
     finally:
         host.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_descriptor_to_a_host_socket_or_file_reaches_nothing_through_proc_self_fd(rig: Rig) -> None:
+    """Landlock does not check O_PATH opens, so a command may hold an O_PATH fd to a host socket or to a file
+    of the user's, and name it as /proc/self/fd/N: the supervisor resolves that in the command's own
+    fd table (not its own) and checks the inode it lands on, like any other path."""
+    probe = need_probe(rig)
+    folder = Path(f"/var/tmp/kimi-redteam2-{secrets.token_hex(4)}")
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    host = UnixServer(str(folder / "host.sock"))
+    victim = folder / "victim"
+    victim.write_text("x\n")
+    os.chmod(victim, 0o644)
+    try:
+        result = rig.run(f"{probe} opath-connect {folder}/host.sock; {probe} opath-chmod {victim} 777; echo done")
+        assert "connected" not in result.output and "chmod-done" not in result.output, result.output
+        assert host.accepted == 0 and victim.stat().st_mode & 0o777 == 0o644
+        legit = rig.run(
+            f"touch mine && {probe} opath-chmod mine 750 && {probe} serve app.sock & for i in $(seq 100);"
+            f" do [ -S app.sock ] && break; sleep 0.05; done; {probe} opath-connect app.sock"
+        )
+        assert "chmod-done" in legit.output and "connected: pong" in legit.output, legit.output
+        assert (rig.ws / "mine").stat().st_mode & 0o777 == 0o750
+    finally:
+        host.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_host_socket_bound_after_the_session_began_does_not_answer(rig: Rig) -> None:
+    """bwrap covered the listening sockets the kernel listed at session start: a daemon started later (or
+    an ssh ControlMaster opened later) answered. It now looks again before each command; landlock's
+    supervisor checks every connect; Docker mounts nothing outside."""
+    probe = need_probe(rig)
+    assert rig.run("true").output.startswith("exit code: 0")  # the session is under way
+    folder = Path(f"/var/tmp/kimi-redteam2-{secrets.token_hex(4)}")
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    host = UnixServer(str(folder / "late.sock"))
+    try:
+        result = rig.run(f"{probe} connect {folder}/late.sock; echo done")
+        assert "connected" not in result.output and host.accepted == 0, result.output
+    finally:
+        host.close()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from kimi_cli.tools.host_exec import host_which
 from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
-from kimi_cli.tools.sandbox.policy import SandboxPolicy, current_hidden
+from kimi_cli.tools.sandbox.policy import SandboxPolicy, current_hidden, host_sockets
 from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
 
 MASKED_DIRS = ("/run", "/var/run")
@@ -131,13 +131,16 @@ class BwrapSandbox:
         return bwrap_argv(self._now(), [self.shell, "-c", command], self.exe, seccomp_fd)
 
     def _now(self) -> SandboxPolicy:
-        """The policy with the hidden table looked up again (~1 ms): a credential file made since the session
-        began (`gh auth login` in another terminal) is hidden from the next command too."""
-        if not self.policy.hidden_patterns:
-            return self.policy
-        known = {h.path for h in self.policy.hidden}
-        new = [h for h in current_hidden(self.policy.hidden_patterns, self.policy.workspace) if h.path not in known]
-        return dataclasses.replace(self.policy, hidden=(*self.policy.hidden, *new)) if new else self.policy
+        """The policy with the hidden table and the host's listening sockets looked up again (~1-2 ms): a
+        credential file made since the session began (`gh auth login` in another terminal), or a socket
+        bound since (a daemon started later), is covered for the next command too."""
+        policy = self.policy
+        known = {h.path for h in policy.hidden}
+        hidden = [h for h in current_hidden(policy.hidden_patterns, policy.workspace) if h.path not in known]
+        sockets = [s for s in host_sockets([policy.workspace, policy.private_tmp.resolve()]) if s not in policy.sockets]
+        if not hidden and not sockets:
+            return policy
+        return dataclasses.replace(policy, hidden=(*policy.hidden, *hidden), sockets=(*policy.sockets, *sockets))
 
     async def run(self, command: str, timeout: float) -> ExecResult:
         fd = self._program_fd()

@@ -59,7 +59,7 @@ class Spawner:
         self.poller = select.poll()
         for fd in (sock.fileno(), self.wake_r, self.intake.fileno()):
             self.poller.register(fd, select.POLLIN)
-        calls = meta.MetaCalls(names, config["roots"], hidden, supervise.thread_pidfd)
+        calls = meta.MetaCalls(names, config["roots"], hidden, supervise.thread_pidfd, supervise.as_seen_by)
         prlimit = spec["others"]["prlimit64"]
         self.supervisor = supervise.Supervisor(self.poller, config["roots"], network, hidden, calls, prlimit)
 

@@ -206,7 +206,7 @@ class Supervisor:
             return errno.EACCES  # abstract or unnamed: refused (our connect would leave the Landlock scope)
         cwd = os.open(f"/proc/{tid}/cwd", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            pending.target = os.open(path, os.O_PATH | os.O_CLOEXEC, dir_fd=cwd)
+            pending.target = os.open(as_seen_by(tid, os.fsdecode(path)), os.O_PATH | os.O_CLOEXEC, dir_fd=cwd)
         finally:
             os.close(cwd)
         if not stat.S_ISSOCK(os.fstat(pending.target).st_mode):
@@ -287,6 +287,22 @@ def _pgid(pid: int) -> int:
 def _id_valid(listener: int, nid: int) -> bool:
     buf = ctypes.c_uint64(nid)
     return _libc.ioctl(listener, NOTIF_ID_VALID, ctypes.byref(buf)) == 0
+
+
+SELF_LINKS = {"/proc/self": "/proc/{tgid}", "/proc/thread-self": "/proc/{tgid}/task/{tid}",
+              "/dev/fd": "/proc/{tgid}/fd", "/dev/stdin": "/proc/{tgid}/fd/0", "/dev/stdout": "/proc/{tgid}/fd/1",
+              "/dev/stderr": "/proc/{tgid}/fd/2"}  # fmt: skip
+
+
+def as_seen_by(tid: int, path: str) -> str:
+    """The path as the command means it: /proc/self is the supervisor's own when we open it. glibc's
+    fchmodat(AT_SYMLINK_NOFOLLOW) chmods /proc/self/fd/N of an O_PATH fd (tar and Python's lchmod do it), and
+    long socket paths are connected as /proc/self/fd/N/name. Any other route to a magic link resolves in our
+    context, where the inode check that follows still holds."""
+    for link, theirs in SELF_LINKS.items():
+        if path == link or path.startswith(link + "/"):
+            return theirs.format(tgid=_tgid(tid), tid=tid) + path[len(link) :]
+    return path
 
 
 def thread_pidfd(tid: int) -> int:

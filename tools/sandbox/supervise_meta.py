@@ -80,12 +80,18 @@ class MetaCalls:
     """Decodes one notified metadata call, checks it, and applies it; `handle` returns the errno (0: done)."""
 
     def __init__(
-        self, names: dict[int, str], roots: list[str], hidden: list[str], thread_pidfd: Callable[[int], int]
+        self,
+        names: dict[int, str],
+        roots: list[str],
+        hidden: list[str],
+        thread_pidfd: Callable[[int], int],
+        as_seen_by: Callable[[int, str], str],
     ) -> None:
         self.names = names  # syscall number -> name, for this architecture
         self.roots = [os.path.realpath(r) for r in roots]
         self.hidden = [os.path.normpath(h) for h in hidden]
         self.thread_pidfd = thread_pidfd  # a pidfd for a thread's fd table (supervise.py)
+        self.as_seen_by = as_seen_by  # /proc/self as the command means it (supervise.py)
         self.creds = Creds()
 
     def handles(self, nr: int) -> bool:
@@ -164,7 +170,7 @@ class MetaCalls:
             if name == "utimensat" and dirfd != AT_FDCWD and not flags & AT_SYMLINK_NOFOLLOW:
                 return self._their_fd(tid, dirfd)  # futimens(fd): the file itself
             raise Refused(errno.EFAULT)
-        path = _as_seen_by(tid, _read_path(tid, pointer))
+        path = self.as_seen_by(tid, _read_path(tid, pointer))
         if path.startswith("/") and dirfd == AT_FDCWD:
             return os.open(path, os.O_PATH | os.O_CLOEXEC | (os.O_NOFOLLOW if flags & AT_SYMLINK_NOFOLLOW else 0))
         base = (
@@ -227,29 +233,6 @@ class MetaCalls:
             buf = None if times is None else ctypes.create_string_buffer(times, 32)
             if _libc.utimensat(target, b"", buf, AT_EMPTY_PATH) != 0:
                 raise Refused(ctypes.get_errno())
-
-
-SELF_LINKS = {"/proc/self": "/proc/{tgid}", "/proc/thread-self": "/proc/{tgid}/task/{tid}",
-              "/dev/fd": "/proc/{tgid}/fd", "/dev/stdin": "/proc/{tgid}/fd/0", "/dev/stdout": "/proc/{tgid}/fd/1",
-              "/dev/stderr": "/proc/{tgid}/fd/2"}  # fmt: skip
-
-
-def _as_seen_by(tid: int, path: str) -> str:
-    """The path as the command means it: /proc/self is the supervisor's own when we open it. glibc's
-    fchmodat(AT_SYMLINK_NOFOLLOW) opens O_PATH and chmods /proc/self/fd/N (tar, Python's lchmod do it).
-    Any other route to a magic link resolves in our context, and the inode check below still holds."""
-    for link, theirs in SELF_LINKS.items():
-        if path == link or path.startswith(link + "/"):
-            return theirs.format(tgid=_tgid(tid), tid=tid) + path[len(link) :]
-    return path
-
-
-def _tgid(tid: int) -> int:
-    with open(f"/proc/{tid}/status", "rb") as fh:
-        for line in fh:
-            if line.startswith(b"Tgid:"):
-                return int(line.split()[1])
-    raise Refused(errno.ESRCH)
 
 
 def _int(value: int) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from kimi_cli.tools.host_exec import host_which
 from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
-from kimi_cli.tools.sandbox.policy import SandboxPolicy, current_hidden, host_sockets
+from kimi_cli.tools.sandbox.policy import HiddenPath, SandboxPolicy, current_hidden, host_sockets
 from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
 
 MASKED_DIRS = ("/run", "/var/run")
@@ -96,6 +96,21 @@ def _scope_preexec(policy: SandboxPolicy, exe: str) -> Callable[[], None] | None
     return lambda: enter_domain(fd)
 
 
+def _folders_stamp(patterns: tuple[str, ...]) -> tuple[int | None, ...] | None:
+    """The change times of the folders the hidden patterns live in (a new entry changes its folder's);
+    None when a pattern's folder itself holds a glob (then the table is always matched again)."""
+    folders = sorted({os.path.dirname(p) for p in patterns})
+    if any(c in folder for folder in folders for c in "*?["):
+        return None
+    out: list[int | None] = []
+    for folder in folders:
+        try:
+            out.append(os.stat(folder).st_mtime_ns)
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
 class BwrapSandbox:
     """Runs each command in a fresh bubblewrap sandbox; the process group dies on timeout."""
 
@@ -114,6 +129,8 @@ class BwrapSandbox:
         except Unavailable:
             self.program = None
         self.preexec = _scope_preexec(policy, self.exe) if os.path.isfile(self.exe) else None
+        self._hidden_stamp: tuple[int | None, ...] | None = _folders_stamp(policy.hidden_patterns)
+        self._late_hidden: tuple[HiddenPath, ...] = ()
         # An existing .kimi is mounted read-only; a missing one cannot be without creating it in the tree.
         kimi = policy.workspace / ".kimi"
         self.guard = None if kimi.exists() else GitGuard(policy.workspace, [kimi])
@@ -131,16 +148,23 @@ class BwrapSandbox:
         return bwrap_argv(self._now(), [self.shell, "-c", command], self.exe, seccomp_fd)
 
     def _now(self) -> SandboxPolicy:
-        """The policy with the hidden table and the host's listening sockets looked up again (~1-2 ms): a
-        credential file made since the session began (`gh auth login` in another terminal), or a socket
-        bound since (a daemon started later), is covered for the next command too."""
+        """The policy with the hidden table and the host's listening sockets looked up again: a credential
+        file made since the session began (`gh auth login` in another terminal), or a socket bound since
+        (a daemon started later), is covered for the next command too. The table is matched again only when
+        a folder its entries live in has changed (a stat each, ~0.2 ms; a full match costs ~2 ms)."""
         policy = self.policy
-        known = {h.path for h in policy.hidden}
-        hidden = [h for h in current_hidden(policy.hidden_patterns, policy.workspace) if h.path not in known]
-        sockets = [s for s in host_sockets([policy.workspace, policy.private_tmp.resolve()]) if s not in policy.sockets]
-        if not hidden and not sockets:
+        stamp = _folders_stamp(policy.hidden_patterns)
+        if stamp is None or stamp != self._hidden_stamp:
+            known = {h.path for h in policy.hidden}
+            fresh = [h for h in current_hidden(policy.hidden_patterns, policy.workspace) if h.path not in known]
+            self._late_hidden, self._hidden_stamp = tuple(fresh), stamp
+        inside = [policy.workspace, policy.private_tmp.resolve()]
+        sockets = tuple(s for s in host_sockets(inside) if s not in policy.sockets)
+        if not self._late_hidden and not sockets:
             return policy
-        return dataclasses.replace(policy, hidden=(*policy.hidden, *hidden), sockets=(*policy.sockets, *sockets))
+        return dataclasses.replace(
+            policy, hidden=(*policy.hidden, *self._late_hidden), sockets=(*policy.sockets, *sockets)
+        )
 
     async def run(self, command: str, timeout: float) -> ExecResult:
         fd = self._program_fd()

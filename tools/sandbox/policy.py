@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from kimi_cli.tools.sandbox.hidden import default_entries, existing, patterns
 __all__ = ["SANE_PATH", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
 
 PROTECTED = (".git", ".kimi")  # read-only to commands inside the writable workspace
+ACCEPTING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags: a listening socket
 
 
 @dataclass(frozen=True)
@@ -86,23 +88,28 @@ def current_hidden(found: tuple[str, ...], workspace: Path) -> list[HiddenPath]:
 
 
 def host_sockets(inside: list[Path], table: str = "/proc/net/unix") -> list[Path]:
-    """Paths of the host's listening unix sockets (the kernel's own list), minus those in `inside`."""
+    """Paths of the host's listening unix sockets (the kernel's own list), minus those in `inside`.
+    Plain strings, and a stat only for listeners (bwrap looks again before every command)."""
     try:
-        lines = Path(table).read_text(errors="replace").splitlines()[1:]
+        with open(table, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()[1:]
     except OSError:
         return []
+    roots = tuple(str(root).rstrip("/") + "/" for root in inside)
     found: dict[str, Path] = {}
     for line in lines:
         parts = line.split(None, 7)
         if len(parts) < 8 or not parts[7].startswith("/"):
             continue  # unnamed or abstract (bwrap's network namespace covers abstract names)
-        path = Path(parts[7])
+        path = parts[7]
+        if path in found or not int(parts[3], 16) & ACCEPTING or (path + "/").startswith(roots):
+            continue  # a connection, or a socket that is not listening: nothing to connect to
         try:
-            if any(path.is_relative_to(root) for root in inside) or not path.is_socket():
+            if not stat.S_ISSOCK(os.stat(path).st_mode):
                 continue
-        except OSError:  # not ours to stat (a non-root user and root's docker socket): we cannot reach it either
+        except (OSError, ValueError):  # not ours to stat (root's docker socket for a user): we cannot reach it
             continue
-        found.setdefault(str(path), path)
+        found[path] = Path(path)
     return list(found.values())
 
 

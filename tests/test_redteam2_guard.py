@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -100,5 +101,51 @@ def test_a_rebase_todo_list_cannot_be_planted(backend: str, tmp_path: Path) -> N
         if backend != "docker":  # the Docker test image has no git
             legit = rig.run("git status --short && git log --oneline | head -1")
             assert legit.output.startswith("exit code: 0") and "one" in legit.output, legit.output
+    finally:
+        rig.close()
+
+
+def _with_submodules(tmp_path: Path) -> Callable[[Path], None]:
+    """A repository with an initialized submodule `sub` and an uninitialized one `later`."""
+
+    def prepare(ws: Path) -> None:
+        for name in ("lib", "lib2"):
+            lib = tmp_path / name
+            lib.mkdir()
+            git(lib, "init", "-q")
+            git(lib, "commit", "-q", "--allow-empty", "-m", name)
+        git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(tmp_path / "lib"), "sub")
+        git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(tmp_path / "lib2"), "later")
+        git(ws, "commit", "-q", "-m", "subs")
+        git(ws, "submodule", "deinit", "-q", "later")  # listed, not checked out: no later/.git
+
+    return prepare
+
+
+PLANT = (
+    "mkdir -p evil && git init -q --bare evil/g.git && printf '#!/bin/sh\\necho ran >> {marks}\\n' > evil/fsm &&"
+    " chmod +x evil/fsm && git -C evil/g.git config core.fsmonitor $PWD/evil/fsm &&"
+    " git -C evil/g.git config core.bare false && git -C evil/g.git config core.worktree $PWD/{sub} &&"
+    " echo 'gitdir: ../evil/g.git' > {sub}/.git; echo planted"
+)
+
+
+@pytest.mark.parametrize("backend", [b for b in backends() if b != "docker"])  # the test image has no git
+def test_a_submodules_gitdir_pointer_cannot_be_turned_to_a_planted_repository(backend: str, tmp_path: Path) -> None:
+    """`sub/.git` is a work-tree file on every backend. Pointed at a repository the command made, the user's
+    own `git status` at the top ran that repository's core.fsmonitor on the host (it checks each submodule
+    with a git of its own). The pointers the repository knew at session start are guarded now."""
+    rig, _ = make_rig(tmp_path, backend, prepare=_with_submodules(tmp_path))
+    marks = tmp_path / "marks"
+    try:
+        pointer = (rig.ws / "sub" / ".git").read_text()
+        result = rig.run(PLANT.format(marks=marks, sub="sub") + "; " + PLANT.format(marks=marks, sub="later"))
+        assert "planted" in result.output, result.output
+        assert (rig.ws / "sub" / ".git").read_text() == pointer and not (rig.ws / "later" / ".git").exists()
+        git(rig.ws, "status")  # the user's git, in their terminal (the Git tool is kimi's own)
+        subprocess.run(["git", "status"], cwd=rig.ws, capture_output=True, timeout=60)
+        assert not marks.exists(), marks.read_text()
+        legit = rig.run("echo change > sub/file.txt && git -C sub status --short && git status --short")
+        assert legit.output.startswith("exit code: 0") and "file.txt" in legit.output, legit.output
     finally:
         rig.close()

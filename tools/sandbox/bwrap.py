@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kimi_cli.tools.host_exec import host_which
 from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
-from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
+from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note, submodule_pointers
 from kimi_cli.tools.sandbox.policy import HiddenPath, SandboxPolicy, current_hidden, host_sockets
 from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
 
@@ -133,7 +133,8 @@ class BwrapSandbox:
         self._late_hidden: tuple[HiddenPath, ...] = ()
         # An existing .kimi is mounted read-only; a missing one cannot be without creating it in the tree.
         kimi = policy.workspace / ".kimi"
-        self.guard = None if kimi.exists() else GitGuard(policy.workspace, [kimi])
+        guarded = [*([] if kimi.exists() else [kimi]), *submodule_pointers(policy.workspace)]
+        self.guard = GitGuard(policy.workspace, guarded) if guarded else None
 
     def _program_fd(self) -> int | None:
         """A pipe holding the seccomp program (bwrap reads it to the end); the caller closes it."""

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from kimi_cli.tools.sandbox.base import ExecResult, OutputCollector
-from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note
+from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note, submodule_pointers
 from kimi_cli.tools.sandbox.policy import SANE_PATH, SandboxPolicy
 from kimi_cli.tools.sandbox.restrict import Unavailable, docker_seccomp_profile, machine
 
@@ -102,8 +102,9 @@ class DockerSandbox:
         self._lifeline: Any = None  # the attach to pid 1's stdin: closes when kimi dies
         self._shell = "sh"
         self._user = "0"  # the image's own user, for every exec (see KEEPER_USER)
-        kimi = policy.workspace / ".kimi"
-        self.guard = None if kimi.exists() else GitGuard(policy.workspace, [kimi])  # else mounted read-only
+        kimi = policy.workspace / ".kimi"  # mounted read-only when it exists; guarded while it does not
+        guarded = [*([] if kimi.exists() else [kimi]), *submodule_pointers(policy.workspace)]
+        self.guard = GitGuard(policy.workspace, guarded) if guarded else None
 
     @property
     def container_id(self) -> str | None:

@@ -70,9 +70,51 @@ def guarded_paths(workspace: Path, git: bool = True, kimi: bool = True) -> tuple
                     if (module / "HEAD").is_file():
                         strict += [module / name for name in GIT_STRICT]
                     stack.append(module / "modules" if (module / "HEAD").is_file() else module)
+    if git:
+        strict += submodule_pointers(workspace)
     if kimi:
         strict.append(workspace / ".kimi")
     return strict, loose
+
+
+def submodule_pointers(workspace: Path) -> list[Path]:
+    """The `.git` of every submodule the repository knew at session start, present or not: the paths in
+    .gitmodules, and the work trees .git/modules/*/config names. It is a work-tree file (`gitdir: ...`),
+    writable on every backend; pointed at a repository a command made, the user's own `git status` at the
+    top runs a status in it, and with it that repository's core.fsmonitor, on the host."""
+    found: dict[str, list[Path]] = {}
+
+    def add(rel: str) -> None:
+        rel = os.path.normpath(rel.strip().strip('"'))
+        if not rel or rel == "." or rel.startswith(("..", "/")) or ".git" in rel.split("/") or rel in found:
+            return
+        pointer = workspace / rel / ".git"
+        if pointer.is_dir() and not pointer.is_symlink():  # an embedded repository: its config, not its objects
+            found[rel] = [pointer / name for name in GIT_STRICT]
+        else:
+            found[rel] = [pointer]
+
+    with contextlib.suppress(OSError, ValueError):
+        text = safe_fs.read_bytes(workspace, ".gitmodules", 1 << 20).decode("utf-8", "replace")
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "path":
+                add(value)
+    stack = [workspace / ".git" / "modules"]
+    while stack:
+        with contextlib.suppress(OSError):
+            for module in stack.pop().iterdir():
+                if not (module / "HEAD").is_file():
+                    stack.append(module)
+                    continue
+                stack.append(module / "modules")
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (module / "config").read_text(errors="replace").splitlines():
+                        key, sep, value = line.partition("=")
+                        if sep and key.strip() == "worktree":
+                            tree = os.path.normpath(os.path.join(module, value.strip()))
+                            add(os.path.relpath(tree, workspace))
+    return [path for paths in found.values() for path in paths]
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard, guarded_paths, repair_note
-from kimi_cli.tools.sandbox.landlock_rules import landlock_plan
+from kimi_cli.tools.sandbox.landlock_rules import SCOPE_SIGNAL, landlock_plan
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
 from kimi_cli.tools.sandbox.restrict import (
     Restriction,
@@ -42,8 +42,9 @@ class LandlockSandbox:
 
     name = "landlock"
 
-    def __init__(self, policy: SandboxPolicy, output_cap: int, shell: str = "bash") -> None:
-        self.abi = landlock_abi()
+    def __init__(self, policy: SandboxPolicy, output_cap: int, shell: str = "bash", abi: int | None = None) -> None:
+        """`abi` caps the kernel's Landlock ABI: what a session on an older kernel gets (for tests)."""
+        self.abi = landlock_abi() if abi is None else min(abi, landlock_abi())
         if self.abi < MIN_ABI:
             raise Unavailable("this kernel has no Landlock (Linux 5.13+ with landlock in lsm=)")
         self.policy = policy
@@ -55,8 +56,10 @@ class LandlockSandbox:
             [(g.path, g.access) for g in self.plan.grants],
         )  # fmt: skip
         # Without a supervisor (this process forks the child itself) connect() is refused outright.
+        self.signal_scope = bool(self.plan.scoped & SCOPE_SIGNAL)
         plain = seccomp_program(machine(), network=policy.network, connect="deny",
-                                metadata="deny" if os.geteuid() == 0 else "allow")  # fmt: skip
+                                metadata="deny" if os.geteuid() == 0 else "allow",
+                                signals="allow" if self.signal_scope else "deny", truncate=self.abi >= 3)  # fmt: skip
         self.restriction = Restriction(self.ruleset_fd, None, plain)
         self.env = {**policy.env, "TMPDIR": str(policy.private_tmp)}
         self.guard = GitGuard(policy.workspace, *guarded_paths(policy.workspace))
@@ -78,7 +81,7 @@ class LandlockSandbox:
             try:
                 roots = [str(self.policy.workspace), str(self.policy.private_tmp)]
                 hidden = [str(h.path) for h in self.policy.hidden]
-                self.spawner = Spawner(self.ruleset_fd, roots, self.policy.network, hidden)
+                self.spawner = Spawner(self.ruleset_fd, roots, self.policy.network, hidden, self.abi, self.signal_scope)
             except OSError:
                 self.spawner = None
         return self.spawner

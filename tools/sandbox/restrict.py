@@ -42,6 +42,7 @@ TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 X32_SYSCALL_BIT = 0x40000000
 EOPNOTSUPP = 95
 PRIO_USER, IOPRIO_WHO_USER = 2, 3
+F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 15, 0x8901, 0x8902
 # chattr: FS_IOC_SETFLAGS (and its 32-bit twin) and FS_IOC_FSSETXATTR set append-only, no-dump, no-atime...
 SETFLAGS_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)
 
@@ -55,6 +56,9 @@ SETFLAGS_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)
 # `xattr`: what sets or removes an extended attribute (POSIX ACLs are one): refused on landlock.
 # `others`: the calls that reach another process of the user's without a ptrace check (Landlock's scope
 # covers signals only): prlimit64 (a core limit, a CPU limit that kills), setpriority, ioprio_set.
+# `signals`: what sends a signal to a pid, or names one for SIGIO (fcntl F_SETOWN). Below Landlock ABI 6 there
+# is no signal scope, so on landlock they go to the supervisor, which lets through only the command's own.
+# `truncate`: truncate(2) by path; Landlock handles it from ABI 3 on, below that it is refused.
 _COMMON_DENY = {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
                 "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
                 "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
@@ -74,6 +78,9 @@ ARCHES: dict[str, dict[str, object]] = {
         "xattr": {"setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
                   "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
         "others": {"prlimit64": 302, "setpriority": 141, "ioprio_set": 251},
+        "signals": {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+                    "pidfd_send_signal": 424, "fcntl": 72},
+        "truncate": 76,
         "deny": {**_COMMON_DENY, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
                  "init_module": 175, "finit_module": 313, "delete_module": 176, "kexec_load": 246,
                  "kexec_file_load": 320, "bpf": 321, "perf_event_open": 298, "reboot": 169, "swapon": 167,
@@ -95,6 +102,9 @@ ARCHES: dict[str, dict[str, object]] = {
         "xattr": {"setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
                   "fremovexattr": 16, "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
         "others": {"prlimit64": 261, "setpriority": 140, "ioprio_set": 30},
+        "signals": {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+                    "pidfd_send_signal": 424, "fcntl": 25},
+        "truncate": 45,
         "deny": {**_COMMON_DENY, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272,
                  "init_module": 105, "finit_module": 273, "delete_module": 106, "kexec_load": 104,
                  "kexec_file_load": 294, "bpf": 280, "perf_event_open": 241, "reboot": 142, "swapon": 224,
@@ -136,7 +146,14 @@ def _arg(index: int) -> int:
 
 
 def seccomp_program(
-    arch: str, *, network: bool, connect: str = "allow", host_ns: bool = True, metadata: str = "allow"
+    arch: str,
+    *,
+    network: bool,
+    connect: str = "allow",
+    host_ns: bool = True,
+    metadata: str = "allow",
+    signals: str = "allow",
+    truncate: bool = True,
 ) -> bytes:
     """The BPF filter every backend shares. `connect`: "notify" (a supervisor decides), "deny" or "allow".
 
@@ -151,6 +168,10 @@ def seccomp_program(
     processes; extended attributes (POSIX ACLs) and chattr flags. `metadata` (host_ns only) is what
     happens to chmod/chown/utime calls: "notify" (the supervisor applies them inside the workspace only),
     "deny" (refused: root without a supervisor, where they would reach every file of the host) or "allow".
+    `signals` (host_ns, a Landlock without the signal scope of ABI 6): "notify" (kill/tgkill/... of any pid
+    but the caller's own group, and F_SETOWN, go to the supervisor), "deny" (only pid 0, the caller's own
+    group, may be signalled) or "allow". `truncate=False` (Landlock ABI < 3) sends truncate(2) by path where
+    `metadata` goes (the supervisor applies it inside the workspace only), or refuses it.
     """
     spec = arch_spec(arch)
     deny = sorted(dict(spec["deny"]).values())  # type: ignore[call-overload]
@@ -168,6 +189,16 @@ def seccomp_program(
         prog.append((JGE_K, X32_SYSCALL_BIT, "eperm", None))  # x32 calls would bypass the numbers below
     for nr in deny:
         prog.append((JEQ_K, nr, "eperm", None))
+    if host_ns and not truncate:  # Landlock below ABI 3 does not handle it: the supervisor checks the path
+        prog.append((JEQ_K, int(spec["truncate"]), "notify" if metadata == "notify" else "eperm", None))  # type: ignore[call-overload]
+    sig: dict[str, int] = dict(spec["signals"]) if host_ns and signals != "allow" else {}  # type: ignore[call-overload]
+    sig_other = "notify" if signals == "notify" else "eperm"
+    if sig:
+        prog.append((JEQ_K, sig["kill"], "sig_pid", None))
+        prog.append((JEQ_K, sig["rt_sigqueueinfo"], "sig_pid", None))
+        for name in ("tkill", "tgkill", "rt_tgsigqueueinfo", "pidfd_send_signal"):
+            prog.append((JEQ_K, sig[name], sig_other, None))
+        prog.append((JEQ_K, sig["fcntl"], "fcntl", None))
     if host_ns:
         for nr in sorted(dict(spec["xattr"]).values()):  # type: ignore[call-overload]
             prog.append((JEQ_K, nr, "eopnotsupp", None))
@@ -202,7 +233,21 @@ def seccomp_program(
     if host_ns:
         for request in SETFLAGS_IOCTLS:  # chattr reaches files Landlock lets a command only read
             prog.append((JEQ_K, request, "eperm", None))
+    if sig:
+        for request in (FIOSETOWN, SIOCSPGRP):  # SIGIO/SIGURG to a pid read from memory: no scope to check it
+            prog.append((JEQ_K, request, "eperm", None))
     prog.append((JEQ_K, TIOCLINUX, "eperm", "allow"))
+    if sig:
+        labels["sig_pid"] = len(prog)  # kill(pid, sig): 0 is the caller's own group, -1 everyone it may signal
+        prog.append((LD_W_ABS, _arg(0), None, None))
+        prog.append((JEQ_K, 0, "allow", None))
+        prog.append((JEQ_K, 0xFFFFFFFF, "eperm", sig_other))
+        labels["fcntl"] = len(prog)  # F_SETOWN: SIGIO to a pid (register: checkable); F_SETOWN_EX: in memory
+        prog.append((LD_W_ABS, _arg(1), None, None))
+        prog.append((JEQ_K, F_SETOWN_EX, "eperm", None))
+        prog.append((JEQ_K, F_SETOWN, None, "allow"))
+        prog.append((LD_W_ABS, _arg(2), None, None))
+        prog.append((JEQ_K, 0, "allow", sig_other))
     if host_ns:
         # prlimit64(pid, resource, new, old): itself (0) or only reading; another pid (psutil passes its own)
         # goes to the supervisor, which lets it run only on a process of the same command (see supervise.py)

@@ -21,7 +21,15 @@ MAIN = Path(__file__).with_name("spawner_main.py")
 class Spawner:
     """One helper process per sandbox; requests are answered in order, exits as they happen."""
 
-    def __init__(self, ruleset_fd: int, roots: list[str], network: bool, hidden: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        ruleset_fd: int,
+        roots: list[str],
+        network: bool,
+        hidden: list[str] | None = None,
+        abi: int = 6,
+        signal_scope: bool = True,
+    ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # Its own session (a Ctrl-C at the terminal is kimi's to handle, not a reason for it to die) and an
         # empty environment (kimi's holds the API key); it dies with kimi (PR_SET_PDEATHSIG, set inside).
@@ -31,7 +39,8 @@ class Spawner:
             env={},
         )  # fmt: skip
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"roots": roots, "network": network, "hidden": hidden or []}).encode())
+        config = {"roots": roots, "network": network, "hidden": hidden or [], "abi": abi, "signal_scope": signal_scope}
+        self.proc.stdin.write(json.dumps(config).encode())
         self.proc.stdin.close()
         theirs.close()
         ours.setblocking(False)

@@ -41,11 +41,16 @@ class Spawner:
         restrict, supervise, meta = load("restrict"), load("supervise"), load("supervise_meta")
         arch = restrict.machine()
         network, hidden = config["network"], config.get("hidden", [])
-        supervised = restrict.seccomp_program(arch, network=network, connect="notify", metadata="notify")
-        plain = restrict.seccomp_program(arch, network=network, connect="deny", metadata=plain_metadata())
+        scoped, truncate = config.get("signal_scope", True), config.get("abi", 3) >= 3
+        supervised = restrict.seccomp_program(arch, network=network, connect="notify", metadata="notify",
+                                              signals="allow" if scoped else "notify", truncate=truncate)  # fmt: skip
+        plain = restrict.seccomp_program(arch, network=network, connect="deny", metadata=plain_metadata(),
+                                         signals="allow" if scoped else "deny", truncate=truncate)  # fmt: skip
         self.restriction = restrict.Restriction(ruleset_fd, supervised, plain, arch)
         spec = restrict.arch_spec(arch)
         names = {nr: name for name, nr in spec["meta"].items()}
+        if not truncate:
+            names[spec["truncate"]] = "truncate"
         self.sock = sock
         self.me = os.getpid()
         self.running: set[int] = set()
@@ -61,7 +66,8 @@ class Spawner:
             self.poller.register(fd, select.POLLIN)
         calls = meta.MetaCalls(names, config["roots"], hidden, supervise.thread_pidfd, supervise.as_seen_by)
         prlimit = spec["others"]["prlimit64"]
-        self.supervisor = supervise.Supervisor(self.poller, config["roots"], network, hidden, calls, prlimit)
+        signals = {} if scoped else {nr: name for name, nr in spec["signals"].items()}
+        self.supervisor = supervise.Supervisor(self.poller, config["roots"], network, hidden, calls, prlimit, signals)
 
     def shutdown(self, *_: object) -> None:
         for pid in self.groups:

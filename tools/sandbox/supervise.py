@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 NOTIF_RECV, NOTIF_SEND, NOTIF_ID_VALID = 0xC0502100, 0xC0182101, 0x40082102
 CONTINUE = 1  # SECCOMP_USER_NOTIF_FLAG_CONTINUE: only where the decision rests on registers, never on memory
-SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 434, 438
+SYS_PIDFD_SEND_SIGNAL, SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 424, 434, 438
 PIDFD_THREAD = os.O_EXCL
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOL_SOCKET, SO_DOMAIN, SO_ERROR = 1, 39, 4
@@ -74,6 +74,7 @@ class Supervisor:
         hidden: list[str] | None = None,
         meta: MetaCalls | None = None,
         prlimit_nr: int = -1,
+        signals: dict[int, str] | None = None,
     ) -> None:
         self.poller = poller
         self.roots = [os.path.realpath(r) for r in roots]
@@ -81,6 +82,7 @@ class Supervisor:
         self.network = network
         self.meta = meta  # supervise_meta.MetaCalls: chmod/chown/utime, when the filter sends them here
         self.prlimit_nr = prlimit_nr
+        self.signals = signals or {}  # syscall number -> name, when the filter sends signals here (ABI < 6)
         self.listeners: set[int] = set()
         self.pending: dict[int, Pending] = {}  # by our copy of the socket
 
@@ -121,6 +123,9 @@ class Supervisor:
         nr = struct.unpack_from("=i", notif, 16)[0]
         if nr == self.prlimit_nr:
             self._prlimit(listener, nid, tid, _int(struct.unpack_from("=Q", notif, 32)[0]))
+            return
+        if nr in self.signals:
+            self._signal(listener, nid, tid, self.signals[nr], struct.unpack_from("=6Q", notif, 32))
             return
         if self.meta is not None and self.meta.handles(nr):
             _respond(listener, nid, self._metadata(listener, nid, tid, nr, struct.unpack_from("=6Q", notif, 32)))
@@ -163,6 +168,52 @@ class Supervisor:
             _respond(listener, nid, 0, CONTINUE)
         else:
             _respond(listener, nid, errno.EPERM)
+
+    def _signal(self, listener: int, nid: int, tid: int, name: str, args: tuple[int, ...]) -> None:
+        """A signal (or F_SETOWN's SIGIO) without Landlock's signal scope (ABI < 6): only to a process of the
+        caller's own command, its process group, which no command can leave. A pid is a register the
+        caller cannot change, so the kernel runs those calls itself (CONTINUE); a pidfd is an fd number
+        another thread could re-point, so pidfd_send_signal is sent by us, on our copy of that pidfd."""
+        try:
+            own = _pgid(tid)
+            if name == "pidfd_send_signal":
+                _respond(listener, nid, self._pidfd_signal(tid, own, args))
+                return
+            if name in ("kill", "rt_sigqueueinfo", "fcntl"):
+                target = _int(args[2] if name == "fcntl" else args[0])
+                ok = (-target == own) if target < 0 else _pgid(target) == own
+            elif name == "tkill":
+                ok = _pgid(_int(args[0])) == own
+            else:  # tgkill, rt_tgsigqueueinfo: (tgid, tid, ...)
+                ok = _pgid(_int(args[0])) == own and _pgid(_int(args[1])) == own
+        except OSError:
+            ok = False
+        if ok and _id_valid(listener, nid):
+            _respond(listener, nid, 0, CONTINUE)
+        else:
+            _respond(listener, nid, errno.EPERM)
+
+    @staticmethod
+    def _pidfd_signal(tid: int, own: int, args: tuple[int, ...]) -> int:
+        if args[2]:
+            return errno.EPERM  # a siginfo of the caller's own making: not for another process
+        pidfd = thread_pidfd(tid)
+        try:
+            copy = _libc.syscall(SYS_PIDFD_GETFD, pidfd, _int(args[0]), 0)
+        finally:
+            os.close(pidfd)
+        if copy < 0:
+            return errno.EBADF
+        try:
+            with open(f"/proc/self/fdinfo/{copy}", "rb") as fh:
+                pid = next((int(line.split()[1]) for line in fh if line.startswith(b"Pid:")), -1)
+            if pid <= 0 or _pgid(pid) != own:
+                return errno.EPERM
+            if _libc.syscall(SYS_PIDFD_SEND_SIGNAL, copy, _int(args[1]), None, ctypes.c_uint(args[3] & 0xFFFFFFFF)):
+                return ctypes.get_errno() or errno.EPERM
+            return 0
+        finally:
+            os.close(copy)
 
     def _metadata(self, listener: int, nid: int, tid: int, nr: int, args: tuple[int, ...]) -> int:
         """chmod/chown/utime (supervise_meta.py): the errno to answer, 0 when it was done."""

@@ -1,4 +1,5 @@
 """chmod, chown and utime for the landlock backend: applied by the supervisor, only inside the workspace.
+(And truncate by path, on kernels whose Landlock is older than ABI 3, which did not handle it.)
 
 Landlock (up to ABI 7) does not mediate a file's mode, owner or timestamps. Without this, a command could
 `chmod o+r ~/.ssh/id_rsa` or `touch` your files, and as root `chmod 666 /etc/shadow` or `chmod o+w` any
@@ -48,6 +49,7 @@ CALLS: dict[str, tuple[str, str, int | None]] = {
     "fchmodat2": ("mode", "at", 3), "chown": ("owner", "path", None), "lchown": ("owner", "lpath", None),
     "fchown": ("owner", "fd", None), "fchownat": ("owner", "at", 4), "utime": ("times", "path", None),
     "utimes": ("times", "path", None), "futimesat": ("times", "at", None), "utimensat": ("times", "at", 3),
+    "truncate": ("size", "path", None),  # only below Landlock ABI 3, which does not handle it
 }  # fmt: skip
 
 
@@ -129,6 +131,8 @@ class MetaCalls:
         if kind == "owner":
             first = 2 if name == "fchownat" else 1
             return (args[first] & NO_ID, args[first + 1] & NO_ID)
+        if kind == "size":
+            return (ctypes.c_int64(args[1]).value,)
         pointer = args[2] if name in ("futimesat", "utimensat") else args[1]
         if pointer == 0:
             return None  # now, both
@@ -210,6 +214,15 @@ class MetaCalls:
             if mode & 0o6000 or st.st_uid != who.fsuid:
                 raise Refused(errno.EPERM)
             os.chmod(f"/proc/self/fd/{target}", mode)
+        elif kind == "size":
+            assert isinstance(values, tuple)
+            if values[0] < 0:
+                raise Refused(errno.EINVAL)
+            if stat.S_ISDIR(st.st_mode):
+                raise Refused(errno.EISDIR)
+            if not stat.S_ISREG(st.st_mode) or not who.may_write(st):
+                raise Refused(errno.EACCES)
+            os.truncate(f"/proc/self/fd/{target}", values[0])
         elif kind == "owner":
             assert isinstance(values, tuple)
             uid, gid = values

@@ -60,7 +60,10 @@ def describe(sandbox: Any) -> list[str]:
         enforces += COMMON
     plan = getattr(sandbox, "plan", None)
     if name == "landlock" and plan is not None and not plan.scoped:
-        cannot.append("this kernel's Landlock (ABI < 6) has no scopes: signals to your other processes pass")
+        cannot.append(
+            "this kernel's Landlock (ABI < 6) has no signal scope: signals go through the supervisor "
+            "(only to the command's own processes), about 0.1 ms each"
+        )
     if name == "bwrap" and policy is not None and policy.network and getattr(sandbox, "preexec", None) is None:
         cannot.append("with the network on, the host's abstract unix sockets (X11, some D-Bus) are reachable")
     return [f"  enforces: {line}" for line in enforces] + [f"  cannot:   {line}" for line in cannot]

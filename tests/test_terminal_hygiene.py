@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import result_json, run_kimi, tool_call
-from scripted_server import ScriptedModelServer
-
 from kimi_cli.jsonsafe import dumps
 from kimi_cli.ui.sanitize import exact, is_clean, visible, visible_text
+
+from conftest import result_json, run_kimi, tool_call
+from scripted_server import ScriptedModelServer
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # writes "echo pwned" to the clipboard
 TITLE = "\x1b]0;owned\x07"
@@ -36,7 +36,7 @@ def test_exact_shows_a_crlf_and_rich_text_is_never_markup() -> None:
     assert exact("a\r\nb") == "a\\x0d\nb"
     text = visible_text("[bold red]x[/] [link=http://evil]y[/link]" + OSC52)
     assert text.plain.startswith("[bold red]x[/] [link=http://evil]y[/link]")
-    assert "\x1b" not in text.plain and not text.spans[0].style == "bold red"
+    assert "\x1b" not in text.plain and text.spans[0].style != "bold red"
 
 
 def test_json_text_is_exact_and_inert() -> None:
@@ -50,7 +50,11 @@ def test_json_text_is_exact_and_inert() -> None:
 def hostile_script(server: ScriptedModelServer, repo: Path) -> None:
     (repo / f"name{TITLE}.py").write_text("x = 1\n")
     server.add(
-        {"tool_calls": [tool_call("Shell", {"command": f"printf '{OSC52.encode('unicode_escape').decode()}'; false"}, "c1")]},
+        {
+            "tool_calls": [
+                tool_call("Shell", {"command": f"printf '{OSC52.encode('unicode_escape').decode()}'; false"}, "c1")
+            ]
+        },
         {"tool_calls": [tool_call("ReadFile", {"path": f"missing{OSC52}.py"}, "c2")]},
         {"reasoning": f"thinking {OSC52}", "text": f"Done.{OSC52} {TITLE} [bold]not markup[/bold] {ERASE}end"},
     )
@@ -104,9 +108,7 @@ def test_a_lone_surrogate_in_the_answer_keeps_the_log_and_the_result(
     assert tool_messages and "tool" in tool_messages[0]
 
 
-def test_a_lone_surrogate_in_text_mode_is_shown_not_a_crash(
-    repo: Path, env: dict, server: ScriptedModelServer
-) -> None:
+def test_a_lone_surrogate_in_text_mode_is_shown_not_a_crash(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     server.add({"text": "half \ud800 a pair"})
     proc = run_kimi(["-p", "go"], repo, env, server)
     assert proc.returncode == 0, proc.stderr

@@ -14,7 +14,10 @@ from kimi_cli.tools.host_git import RepoLocation, UnsafeRepository, open_repo, r
 
 
 def _git(root: Path, location: RepoLocation, *args: str) -> tuple[int, str, str]:
-    out = run_git(args, root, location, timeout=60)
+    try:
+        out = run_git(args, root, location, timeout=60)
+    except UnsafeRepository as exc:  # `.git` changed since open_repo checked it: git was not run
+        return 1, "", str(exc)
     return out.returncode, out.stdout.decode(errors="replace"), out.stderr.decode(errors="replace")
 
 

@@ -260,6 +260,9 @@ def test_a_gitdir_file_still_finds_its_repository(tmp_path: Path) -> None:
     git(real, "--work-tree", str(ws), "add", "f.txt")
     git(real, "--work-tree", str(ws), "commit", "-q", "-m", "one")
     (ws / ".git").write_text(f"gitdir: {real / '.git'}\n")  # a --separate-git-dir layout, present at start
+    # ...that the user opted in to: the git dir names this work tree (without it the layout is refused, as any
+    # .git file aimed at another repository is: tests/test_redteam_host_gitdir.py).
+    git(real, "config", "core.worktree", str(ws))
     remember_session_start(ws)
     out, err = git_tool(ws, command="log")
     assert not err and "one" in out

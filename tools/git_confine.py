@@ -124,6 +124,7 @@ def run_confined(call: Callable[[], T], writable: Iterable[Path | str]) -> T:
 def _confined(call: Callable[[], T], writable: Iterable[Path | str]) -> T:
     abi = _abi()
     programs = _git_programs()
+    from kimi_cli.tools.git_pin import is_pinned
     from kimi_cli.tools.sandbox.landlock_rules import (
         EXECUTE,
         IOCTL_DEV,
@@ -140,7 +141,10 @@ def _confined(call: Callable[[], T], writable: Iterable[Path | str]) -> T:
     grants: list[tuple[str, int]] = []
     for path, _is_dir in programs:
         grants.append((path, EXECUTE))  # a grant may carry only handled rights; reads are not handled
-    roots = {os.path.realpath(p) for p in writable}  # not the temp folder: workspaces often live there
+    # Not the temp folder: workspaces often live there. A pinned git folder (`/proc/self/fd/N`, git_pin) is granted
+    # as the inode its descriptor holds ("N/.": the magic link is followed as a folder on the way, by the kernel),
+    # never as the path it had a moment ago: `.git` may have been swapped for a link to another repository since.
+    roots = {f"{p}/." if is_pinned(p) else os.path.realpath(p) for p in writable}
     grants += [(root, write) for root in sorted(roots) if os.path.isdir(root)]
     grants.append(("/dev/null", WRITE_FILE | (TRUNCATE if abi >= 3 else 0) | (IOCTL_DEV if abi >= 5 else 0)))
     fd = create_ruleset(abi, handled, 0, 0, grants)

@@ -5,6 +5,10 @@ repository), so that kimi names the repository to git itself (GIT_DIR, GIT_WORK_
 config cannot redirect it. A repository is refused when:
 - its `.git` file, `commondir`, `objects/info/alternates` or worktree links point somewhere they did not
   point when the session started (outside the workspace, or into its writable tree instead of `.git`);
+- its `.git` file, symlink or commondir leads to a git dir outside the workspace that does not name this
+  work tree back (kimi_cli.tools.git_backlinks), even when it did so at session start;
+- its git folders are not the ones the session started with, or are reached through a symlink inside the
+  workspace (kimi_cli.tools.git_pin, which also hands them to git by descriptor);
 - it belongs to another user and the user's own git config does not list it in safe.directory (git's rule,
   which git skips when GIT_DIR is given).
 It also keeps the commit hooks seen at session start, for `[git] allow_hooks`.
@@ -20,6 +24,9 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kimi_cli.tools import git_pin
+from kimi_cli.tools.git_backlinks import foreign_link
 
 HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit",
               "post-rewrite", "reference-transaction", "post-index-change")  # fmt: skip
@@ -44,28 +51,36 @@ class UnsafeRepository(Exception):
 @dataclass(frozen=True)
 class RepoLocation:
     """A repository as found on disk: the work tree, this tree's git dir, the common dir, and where its
-    links lead (`kind -> target`) when that is outside the workspace's own `.git` folder."""
+    links lead (`kind -> target`) when that is outside the workspace's own `.git` folder.
+
+    `via` says how `.git` led to the git dir ("gitfile", "symlink", or "" for a folder); open_repo adds the
+    identities (device, inode) of the git dir and common dir it checked, which each spawn verifies."""
 
     work_tree: Path
     git_dir: Path
     common_dir: Path
     links: frozenset[str] = frozenset()
+    via: str = ""
+    workspace: Path | None = None
+    git_dir_id: tuple[int, int] | None = None
+    common_dir_id: tuple[int, int] | None = None
 
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def _head(path: Path, limit: int = MAX_LINK_BYTES) -> str:
+def _head(path: Path, limit: int = MAX_LINK_BYTES, follow: bool = True) -> str:
     """The start of a small git file (`.git`, commondir, gitdir, alternates): a command may have made it a
     sparse file of 100 GB, and reading it whole would take kimi's memory with it."""
-    with open(path, "rb") as fh:
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    with os.fdopen(os.open(path, flags), "rb") as fh:
         return fh.read(limit).decode(errors="replace")
 
 
 def _read_gitfile(dot_git: Path) -> Path | None:
     try:
-        text = _head(dot_git).strip()
+        text = _head(dot_git, follow=False).strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
@@ -93,23 +108,28 @@ def find_repo(start: Path, workspace: Path | None = None) -> RepoLocation | None
     workspace = (workspace or start).resolve()
     for folder in (start, *start.parents):
         dot_git = folder / ".git"
-        if dot_git.is_file():
-            git_dir = _read_gitfile(dot_git)
-            if git_dir is None or not _is_git_dir(git_dir):
-                continue
-            kind = "gitfile"
-        elif dot_git.is_dir():
-            git_dir, kind = dot_git.resolve(), "symlink" if dot_git.is_symlink() else ""
-            if not _is_git_dir(git_dir):
-                continue
+        try:
+            mode = dot_git.lstat().st_mode
+        except OSError:
+            continue
+        # One lstat says what `.git` is: asking again (is_dir, then is_symlink) races a command that swaps it.
+        git_dir: Path | None
+        if stat.S_ISREG(mode):
+            git_dir, kind = _read_gitfile(dot_git), "gitfile"
+        elif stat.S_ISDIR(mode):
+            git_dir, kind = dot_git, ""  # as named, not resolved: git_pin opens this path without following links
+        elif stat.S_ISLNK(mode):
+            git_dir, kind = dot_git.resolve(), "symlink"
         else:
+            continue
+        if git_dir is None or not _is_git_dir(git_dir):
             continue
         return _located(folder, git_dir, workspace, kind)
     return None
 
 
 def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> RepoLocation:
-    own = (workspace / ".git").resolve()
+    own = workspace / ".git"  # not resolved: a `.git` swapped for a link meanwhile must not move it
     links: set[str] = set()
 
     def note(name: str, target: Path) -> None:
@@ -140,7 +160,7 @@ def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> Repo
             if link.is_file():
                 raw = _head(link).strip()
                 note(f"worktree {entry.name}", (entry / raw).resolve())
-    return RepoLocation(work_tree, git_dir, common, frozenset(links))
+    return RepoLocation(work_tree, git_dir, common, frozenset(links), kind, workspace)
 
 
 @dataclass
@@ -151,6 +171,7 @@ class SessionBaseline:
     hooks: dict[str, tuple[bytes, int]] = field(default_factory=dict)  # name -> (content, mode)
     hooks_dir: Path | None = None
     programs: frozenset[str] = frozenset()  # "key=value" of repository settings that name a program
+    pins: dict[Path, tuple[int, tuple[int, int]]] = field(default_factory=dict)  # git folder -> (held fd, id)
 
 
 _BASELINES: dict[Path, SessionBaseline] = {}
@@ -167,7 +188,10 @@ def remember_session_start(workspace: Path) -> SessionBaseline:
     prime_gitpython()
     location = find_repo(workspace, workspace)
     baseline = SessionBaseline()
+    if workspace in _BASELINES:
+        git_pin.release(_BASELINES[workspace].pins)
     if location is not None:
+        baseline.pins = git_pin.pin_start(location)
         baseline.links = location.links
         baseline.hooks_dir, baseline.hooks = _read_hooks(location)
         baseline.programs = program_settings(location)
@@ -230,7 +254,10 @@ def open_repo(workspace: Path) -> RepoLocation | None:
             "session started (a command may have planted it to make git read config from elsewhere). "
             "Check the .git folder; kimi trusts such links only when they were there at start."
         )
-    return location
+    foreign_repo = foreign_link(location)
+    if foreign_repo:
+        raise UnsafeRepository(foreign_repo)
+    return git_pin.checked(location, known.pins)
 
 
 def _foreign_owner(location: RepoLocation) -> str | None:
@@ -241,7 +268,7 @@ def _foreign_owner(location: RepoLocation) -> str | None:
     if me == 0 and os.environ.get("SUDO_UID", "").isdigit():
         allowed.add(int(os.environ["SUDO_UID"]))
     owners = set()
-    for path in (location.work_tree, location.git_dir):
+    for path in (location.work_tree, location.git_dir, location.common_dir):
         try:
             owners.add(path.stat().st_uid)
         except OSError:

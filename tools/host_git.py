@@ -11,8 +11,10 @@ programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.
 - neutralises each `filter.<name>` driver the config declares, read right before the call (driver names
   cannot be enumerated in advance);
 - gets `--no-ext-diff --no-textconv` where git would otherwise run diff drivers (`diff`, `log`, `show`);
-- names the repository itself (`GIT_DIR`, `GIT_WORK_TREE`), found here without running git, so that
-  `core.worktree` cannot send a checkout into another folder;
+- names the repository itself (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), found here without running
+  git, so that `core.worktree` cannot send a checkout into another folder; GIT_DIR and GIT_COMMON_DIR are
+  descriptors of the folders open_repo checked (kimi_cli.tools.git_pin), so that a `.git` swapped for a link
+  meanwhile cannot send git, or git_confine's write grant, into another repository;
 - refuses a repository whose links changed since the session started, or that belongs to another user
   (kimi_cli.tools.git_repo_guard, whose names this module re-exports).
 
@@ -30,6 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kimi_cli.tools import git_pin
+from kimi_cli.tools.git_pin import Pinned, is_pinned
 from kimi_cli.tools.git_repo_guard import (  # re-exported: callers need only this module
     RepoLocation,
     SessionBaseline,
@@ -146,19 +150,27 @@ def git_program(roots: Iterable[Path | str] = ()) -> str:
     return found
 
 
-def repo_env(location: RepoLocation | None, extra: Sequence[tuple[str, str]] = (), **paths: str) -> dict[str, str]:
+def repo_env(
+    location: RepoLocation | None,
+    extra: Sequence[tuple[str, str]] = (),
+    pinned: Pinned | None = None,
+    **paths: str,
+) -> dict[str, str]:
     """The full environment for one call: hardened, the repository named, and every filter driver off.
 
-    `paths` may give GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE directly (the checkpoint shadow repository)."""
+    With `pinned` (git_pin.pinned(location)) the repository is named by its descriptors, which the spawn
+    must pass on (`pinned.fds`). `paths` may give GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE directly (the
+    checkpoint shadow repository)."""
     env = base_env()
     if location is not None:
-        env["GIT_DIR"] = str(location.git_dir)
+        env["GIT_DIR"] = pinned.git_dir if pinned else str(location.git_dir)
+        env["GIT_COMMON_DIR"] = pinned.common_dir if pinned else str(location.common_dir)
         env["GIT_WORK_TREE"] = str(location.work_tree)
     env.update(paths)
     pairs = list(HARDENING)
     env["GIT_CONFIG_PARAMETERS"] = config_parameters(pairs)
     if "GIT_DIR" in env:
-        pairs += driver_overrides(env)
+        pairs += driver_overrides(env, pinned.fds if pinned else ())
     pairs += list(extra)
     env["GIT_CONFIG_PARAMETERS"] = config_parameters(pairs)
     return env
@@ -172,18 +184,20 @@ def spawn(
     *,
     input: bytes | None = None,
     timeout: float | None = 120,
+    fds: Sequence[int] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     """The one place host git starts: inside git_confine's Landlock domain (execute only git, write only
-    beneath `writable`) where the kernel has Landlock."""
+    beneath `writable`) where the kernel has Landlock. `fds` are passed to git (a pinned repository's)."""
     from kimi_cli.tools.git_confine import run_confined
 
     writable = list(writable)
-    roots = [*writable, *(env[k] for k in ("GIT_WORK_TREE",) if env.get(k))]
+    roots = [p for p in (*writable, *(env[k] for k in ("GIT_WORK_TREE",) if env.get(k))) if not is_pinned(p)]
     argv = [git_program(roots) if argv[0] == "git" else argv[0], *argv[1:]]
     env = {**env, "PATH": trusted_path_for(env, roots)}
 
     def start() -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(argv, cwd=cwd, env=dict(env), capture_output=True, input=input, timeout=timeout)
+        return subprocess.run(argv, cwd=cwd, env=dict(env), capture_output=True, input=input, timeout=timeout,
+                              pass_fds=tuple(fds))  # fmt: skip
 
     return run_confined(start, writable)
 
@@ -206,9 +220,9 @@ def trusted_path_for(env: Mapping[str, str], roots: Iterable[Path | str]) -> str
     return trusted_path(env.get("PATH", os.defpath), roots)
 
 
-def declared_filters(env: Mapping[str, str]) -> set[str]:
+def declared_filters(env: Mapping[str, str], fds: Sequence[int] = ()) -> set[str]:
     """Names of the filter drivers any config of this repository declares (includes followed)."""
-    out = spawn(["git", "config", "--list", "-z"], env, env.get("GIT_WORK_TREE") or None, timeout=30)
+    out = spawn(["git", "config", "--list", "-z"], env, env.get("GIT_WORK_TREE") or None, timeout=30, fds=fds)
     names: set[str] = set()
     for item in out.stdout.split(b"\0"):
         key = item.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
@@ -218,10 +232,10 @@ def declared_filters(env: Mapping[str, str]) -> set[str]:
     return names
 
 
-def driver_overrides(env: Mapping[str, str]) -> list[tuple[str, str]]:
+def driver_overrides(env: Mapping[str, str], fds: Sequence[int] = ()) -> list[tuple[str, str]]:
     """Empty clean/smudge/process for each declared filter: git then copies the bytes as they are."""
     pairs: list[tuple[str, str]] = []
-    for name in sorted(declared_filters(env)):
+    for name in sorted(declared_filters(env, fds)):
         pairs += [(f"filter.{name}.{key}", "") for key in ("clean", "smudge", "process")]
         pairs.append((f"filter.{name}.required", "false"))
     return pairs
@@ -245,17 +259,20 @@ def run_git(
     timeout: float | None = 120,
     env_paths: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run one git command on the host the safe way (bytes out; callers decode)."""
-    env = repo_env(location, extra, **dict(env_paths or {}))
-    writable: list[Path | str] = [cwd]
-    if location is not None:
-        writable += [location.work_tree, location.git_dir, location.common_dir]
-    for key in ("GIT_DIR", "GIT_WORK_TREE"):
-        if key in env:
-            writable.append(env[key])
-    if "GIT_INDEX_FILE" in env:
-        writable.append(os.path.dirname(env["GIT_INDEX_FILE"]))
-    return spawn(["git", *safe_args(args)], env, cwd, writable, input=input, timeout=timeout)
+    """Run one git command on the host the safe way (bytes out; callers decode). UnsafeRepository when the
+    repository's folders are no longer the ones open_repo checked."""
+    with git_pin.pinned(location) if location is not None else contextlib.nullcontext() as pinned:
+        env = repo_env(location, extra, pinned, **dict(env_paths or {}))
+        writable: list[Path | str] = [cwd]
+        if location is not None:
+            writable.append(location.work_tree)
+        for key in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE"):
+            if key in env:
+                writable.append(env[key])
+        if "GIT_INDEX_FILE" in env:
+            writable.append(os.path.dirname(env["GIT_INDEX_FILE"]))
+        fds = pinned.fds if pinned else ()
+        return spawn(["git", *safe_args(args)], env, cwd, writable, input=input, timeout=timeout, fds=fds)
 
 
 def workspace_git(
@@ -270,7 +287,7 @@ def workspace_git(
         return None
     try:
         return run_git(args, workspace, location, timeout=timeout, input=input)
-    except (OSError, subprocess.TimeoutExpired):
+    except (UnsafeRepository, OSError, subprocess.TimeoutExpired):
         return None
 
 
@@ -307,35 +324,44 @@ class SafeGit:
         command = name.replace("_", "-")
 
         def call(*args: str, **kwargs: Any) -> Any:
-            env = repo_env(self.location, self._extra)
-            env.update(self._env)
-            # gitpython starts from os.environ: override every GIT_* variable it would otherwise pass through.
-            for key in os.environ:
-                if key.startswith("GIT_") and key not in env:
-                    env[key] = self._neutral(key)
-                elif key in KIMI_KEYS:
-                    env[key] = ""  # gitpython merges os.environ back in: an empty value is what reaches git
-            loc = self.location
-            writable = (self._workspace, loc.work_tree, loc.git_dir, loc.common_dir)
-            argv = [git_program(writable), *safe_args([command, *args])]
-            if not self._confined:  # allowed hooks keep the user's PATH and transports (pre-commit clones)
-                env["PATH"] = os.environ.get("PATH", os.defpath)
-                env.pop("GIT_ALLOW_PROTOCOL", None)
-                env.update({k: v for k, v in os.environ.items() if k == "GIT_ALLOW_PROTOCOL"})
-                return self._git.execute(argv, env=env, **kwargs)
-            from kimi_cli.tools.git_confine import run_confined
-
-            env["PATH"] = trusted_path_for(env, writable)
-            return run_confined(lambda: self._git.execute(argv, env=env, **kwargs), writable)
+            with git_pin.pinned(self.location) as pinned:
+                return self._call(pinned, command, args, kwargs)
 
         return call
 
-    def _neutral(self, key: str) -> str:
+    def _call(self, pinned: Pinned, command: str, args: Sequence[str], kwargs: dict[str, Any]) -> Any:
+        loc = self.location
+        env = repo_env(loc, self._extra, pinned)
+        if not self._confined:
+            # Allowed hooks run git themselves (pre-commit, from a Python that closes descriptors): they need real
+            # paths, the ones checked a moment ago. A swap during this one user-allowed commit is the residual risk.
+            env.update(GIT_DIR=str(loc.git_dir), GIT_COMMON_DIR=str(loc.common_dir))
+        env.update(self._env)
+        # gitpython starts from os.environ: override every GIT_* variable it would otherwise pass through.
+        for key in os.environ:
+            if key.startswith("GIT_") and key not in env:
+                env[key] = self._neutral(key, env["GIT_DIR"], env["GIT_COMMON_DIR"])
+            elif key in KIMI_KEYS:
+                env[key] = ""  # gitpython merges os.environ back in: an empty value is what reaches git
+        roots = (self._workspace, loc.work_tree)
+        argv = [git_program(roots), *safe_args([command, *args])]
+        if not self._confined:  # allowed hooks keep the user's PATH and transports (pre-commit clones)
+            env["PATH"] = os.environ.get("PATH", os.defpath)
+            env.pop("GIT_ALLOW_PROTOCOL", None)
+            env.update({k: v for k, v in os.environ.items() if k == "GIT_ALLOW_PROTOCOL"})
+            return self._git.execute(argv, env=env, **kwargs)
+        from kimi_cli.tools.git_confine import run_confined
+
+        writable = (*roots, pinned.git_dir, pinned.common_dir)
+        env["PATH"] = trusted_path_for(env, roots)
+        return run_confined(lambda: self._git.execute(argv, env=env, pass_fds=pinned.fds, **kwargs), writable)
+
+    @staticmethod
+    def _neutral(key: str, git_dir: str, common_dir: str) -> str:
         """A value for an inherited GIT_* variable that means what its absence would."""
         defaults = {
-            "GIT_INDEX_FILE": str(self.location.git_dir / "index"),
-            "GIT_OBJECT_DIRECTORY": str(self.location.common_dir / "objects"),
-            "GIT_COMMON_DIR": str(self.location.common_dir),
+            "GIT_INDEX_FILE": f"{git_dir}/index",
+            "GIT_OBJECT_DIRECTORY": f"{common_dir}/objects",
             "GIT_CONFIG_COUNT": "0",
         }
         return defaults.get(key, "")

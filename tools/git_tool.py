@@ -83,6 +83,8 @@ class Git(Tool[GitParams]):
         except git.GitCommandError as exc:
             detail = (exc.stderr or exc.stdout or str(exc)).strip().removeprefix("stderr: ").strip("'\n ")
             raise ToolError(f"git {params.command} failed: {detail}") from None
+        except UnsafeRepository as exc:  # `.git` changed between this call's checks and one of its git runs
+            raise ToolError(str(exc)) from None
         return ToolResult((output or "(no output)") + _planted_warning(ctx.workspace.root))
 
     # --- read-only commands -------------------------------------------------------------------------

@@ -131,6 +131,11 @@ def test_secret_values_the_first_rules_missed_are_withheld() -> None:
     assert token not in repr(env)
     assert {"PIP_INDEX_URL", "GRADLE_OPTS", "MAVEN_OPTS", "JAVA_TOOL_OPTIONS"} <= set(withheld)
     assert {"PIP_EXTRA_INDEX_URL", "NODE_OPTIONS", "PYTEST_ADDOPTS"} <= set(env)  # the legitimate neighbours
+    held = {"GIT_ASKPASS": "/usr/lib/git-core/git-gui--askpass", "SSH_ASKPASS": "/usr/bin/ssh-askpass",
+            "AWS_SESSION_TOKEN": "IQoJb3JpZ2luX2VjE" + token, "NPM_CONFIG__AUTH": token, "VAULT_TOKEN": token,
+            "GOOGLE_APPLICATION_CREDENTIALS": "/home/u/sa.json", "npm_config_//registry.npmjs.org/:_authToken": token,
+            "CI_JOB_TOKEN": token, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": token}  # fmt: skip
+    assert not set(held) & set(sandbox_env(held)[0]), "names the allowlist never had"
 
 
 def test_variable_entries_of_the_table() -> None:

@@ -11,6 +11,8 @@ supervisor), and setpriority/ioprio_set of every process of the user are refused
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,3 +118,51 @@ def test_kimi_cannot_be_made_to_dump_its_memory_into_the_workspace(
     assert "work" in work
     leaked = [p for p in repo.rglob("*") if p.is_file() and TEST_KEY.encode() in p.read_bytes()]
     assert not leaked and not list(repo.glob("core*")), (leaked, attack)
+
+
+FLOOD = r"""
+import socket, threading, time
+listener = socket.socket(socket.AF_UNIX); listener.bind("full.sock"); listener.listen(0)  # never accepts
+def dial():
+    try:
+        s = socket.socket(socket.AF_UNIX); s.connect("full.sock"); time.sleep(30)
+    except OSError:
+        pass
+for _ in range(900):
+    threading.Thread(target=dial, daemon=True).start()
+time.sleep(4)
+print("flooded")
+"""
+
+
+@pytest.mark.parametrize("backend", [b for b in backends() if b != "docker"])  # the Docker image has no Python
+def test_a_flood_of_connects_does_not_take_the_other_commands_down(backend: str, tmp_path: Path) -> None:
+    """On landlock every connect() waits in the spawner, two descriptors each: 900 blocked connects to a
+    listener that never accepts used to exhaust them (at the common 1,024 limit), and the spawner died with
+    every command of the session. Waiting connects are capped now; beyond the cap they fail at once."""
+    import resource
+
+    from sandbox_fixtures import make_rig
+
+    rig, _ = make_rig(tmp_path, backend)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))  # what a user's session has
+    try:
+        assert rig.run("true").output.startswith("exit code: 0")  # the spawner starts with that limit
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        (rig.ws / "flood.py").write_text(FLOOD.replace("time.sleep(4)", "time.sleep(20)"))
+        task = rig.background("sleep 60")
+        flood = rig.background("python3 flood.py")
+        rig.loop.run_until_complete(asyncio.sleep(6))  # the flood fills up
+        spawner = getattr(rig.sandbox, "spawner", None)
+        if spawner is not None:  # landlock: the waiting connects hold the spawner's descriptors
+            used = len(os.listdir(f"/proc/{spawner.proc.pid}/fd"))
+            assert used < 600, f"the spawner holds {used} of its 1,024 descriptors"
+        assert rig.run("echo during").output.startswith("exit code: 0")  # a command starts meanwhile
+        assert rig.shell.tasks is not None and rig.shell.tasks.get(task).running  # the other command lives
+        assert rig.shell.tasks.get(flood).running
+        assert spawner is None or spawner.proc.poll() is None
+    finally:
+        rig.close()

@@ -42,6 +42,7 @@ PIDFD_THREAD = os.O_EXCL
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOL_SOCKET, SO_DOMAIN, SO_ERROR = 1, 39, 4
 RETRY_S = 0.02
+MAX_PENDING = 128  # connects waiting at once (two fds each): a command's flood must not exhaust the spawner
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -280,7 +281,9 @@ class Supervisor:
         err = 0 if _libc.connect(pending.copy, buf, len(pending.address)) == 0 else ctypes.get_errno()
         if blocking:
             fcntl.fcntl(pending.copy, fcntl.F_SETFL, flags)
-        if blocking and err == errno.EINPROGRESS:
+        if err in (errno.EINPROGRESS, errno.EAGAIN) and len(self.pending) >= MAX_PENDING:
+            self._done(pending, errno.EAGAIN)  # refused, not queued: the spawner keeps its descriptors
+        elif blocking and err == errno.EINPROGRESS:
             pending.retry_at = None
             self.pending[pending.copy] = pending
             self.poller.register(pending.copy, select.POLLOUT)

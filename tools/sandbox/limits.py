@@ -38,7 +38,8 @@ CANNOT: dict[str, tuple[str, ...]] = {
     ),
     "landlock": (
         "other processes' command lines (/proc/PID/cmdline) are readable, and their limits and priorities too",
-        ".git and .kimi are restored after each command, not kept read-only while it runs",
+        ".git and .kimi are restored after each command, not kept read-only while it runs; git's objects are not "
+        "restored (a command can delete history that was never pushed)",
         "abstract unix sockets, POSIX shared memory (/dev/shm, multiprocessing locks) and SysV IPC are unavailable",
         "extended attributes cannot be set even in the workspace; chmod/chown/utime cost ~0.1 ms each",
     ),

@@ -178,6 +178,11 @@ def run_headless(opts: RunOptions) -> int:
         **cost_fields(runtime, usage, provider.first_usage),
         **flow.result_fields(),
     }
+    warnings = runtime.exit_warnings()
+    extra["warnings"] = warnings
+    if opts.output_format == "text":
+        for warning in warnings:
+            sys.stderr.write(f"kimi: warning: {visible(warning)}\n")
     error = ERROR_TYPES.get(outcome.reason, "error")
     renderer.result(
         result_object(outcome.reason, int(outcome.exit_code), message=outcome.message, error=error,

@@ -360,6 +360,24 @@ class Runtime:
         self.session, self.history = session, history
         self.resume_note = self.context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
 
+    def exit_warnings(self) -> list[str]:
+        """What the user should hear on leaving: git settings naming a program that the repository gained
+        during the session (a sandboxed `git init` + `git config core.fsmonitor ...`). kimi's own git never
+        runs them; git run by hand in this folder would, and kimi put them within reach, so it says so."""
+        from kimi_cli.tools.host_git import planted_since_start
+
+        try:
+            planted = planted_since_start(self.workdir)
+        except Exception:  # a warning must never break the exit
+            return []
+        if not planted:
+            return []
+        shown = "; ".join(p if len(p) <= 120 else p[:117] + "..." for p in planted[:6])
+        return [
+            f"during this session the git config in {self.workdir} gained settings that run programs ({shown}). "
+            "kimi never ran them, but a git command you run by hand there would: check .git/config first."
+        ]
+
     async def aclose(self) -> None:
         import asyncio
 

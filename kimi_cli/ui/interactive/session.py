@@ -382,6 +382,8 @@ def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice)
             return int(ExitCode.CANCELLED)
         finally:
             await runtime.aclose()
+            for warning in runtime.exit_warnings():
+                sys.stdout.write(f"warning: {visible(warning)}\n")
             session = runtime.session
             session.close()
             if not session.discard_if_empty():

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 
 DIFF_CAP = 40_000
@@ -50,15 +50,17 @@ class Git(Tool[GitParams]):
         'Example: {"command": "diff", "paths": ["src/app.py"]}'
     )
     Params = GitParams
-    changes_files = True
+    facts = ToolFacts(reads=True, writes=True)  # add, commit, switch and restore change the tree or .git
 
     def __init__(self, identity: GitIdentity | None = None) -> None:
         self.identity = identity or GitIdentity()
 
-    def is_read_only(self, params: GitParams) -> bool:
+    def facts_for(self, params: GitParams) -> ToolFacts:
         if params.command == "branch":
-            return not params.name and not params.delete
-        return params.command in ("status", "diff", "log", "show")
+            reads_only = not params.name and not params.delete
+        else:
+            reads_only = params.command in ("status", "diff", "log", "show")
+        return READS if reads_only else self.facts
 
     async def run(self, params: GitParams, ctx: ToolContext) -> ToolResult:
         return await asyncio.to_thread(self._run_sync, params, ctx)

@@ -11,22 +11,22 @@ Peak memory is the facts, the graph and the chosen texts, not the repository.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from kimi_cli.context.analysis import keys_for
+from kimi_cli.context.analysis import Analyzer, keys_for
 from kimi_cli.context.enumerate import FileRecord
 from kimi_cli.context.graph import MAX_OWNERS, defined_names, reference_graph
 from kimi_cli.context.imports import Resolver
 from kimi_cli.context.pack_cache import PackState
-from kimi_cli.context.packer import (
+from kimi_cli.context.pack_layout import (
     COLLAPSE_AT,
     LISTING_SHARE,
     MAX_CHARS_PER_TOKEN,
     OUTLINE_SHARE,
     SAFETY,
-    RepoPacker,
     overhead,
     render_tree,
 )
@@ -42,9 +42,21 @@ from kimi_cli.context.scan import (
     worker_count,
 )
 from kimi_cli.context.select import Reader, choose_full, choose_outlines
+from kimi_cli.context.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from kimi_cli.context.analysis import Outline
+
+
+class PackerParts(Protocol):
+    """What a cold pack uses of the RepoPacker that calls it (a Protocol, so this module never imports it)."""
+
+    root: Path
+    counter: TokenCounter
+    analyzer: Analyzer
+    max_file_bytes: int
+    progress: Callable[[str, int, int], None]
+
 
 MAX_GRAPH = 3000  # source files in the reference graph of a big tree: the ones that can still win a place
 MAX_GRAPH_CHARS = 1_000_000  # a bigger file (a generated table) is not searched for names
@@ -59,7 +71,7 @@ class Cold:
     outlines: dict[str, Outline]
 
 
-def cold_pack(packer: RepoPacker, paths: list[str], task: str, budget: int, disk_bytes: int) -> Cold:
+def cold_pack(packer: PackerParts, paths: list[str], task: str, budget: int, disk_bytes: int) -> Cold:
     workers = Workers(min(worker_count(), packer.analyzer.workers))
     try:
         return _cold_pack(packer, paths, task, budget, disk_bytes, workers)
@@ -67,7 +79,9 @@ def cold_pack(packer: RepoPacker, paths: list[str], task: str, budget: int, disk
         workers.close()
 
 
-def _cold_pack(packer: RepoPacker, paths: list[str], task: str, budget: int, disk_bytes: int, workers: Workers) -> Cold:
+def _cold_pack(
+    packer: PackerParts, paths: list[str], task: str, budget: int, disk_bytes: int, workers: Workers
+) -> Cold:
     named = frozenset(task_mentions(task, paths)[0]) if task.strip() else frozenset()
     terms = query_terms(task) if task.strip() else {}
     scan = scan_repository(

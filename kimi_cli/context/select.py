@@ -14,7 +14,7 @@ from typing import Any
 from kimi_cli.context.analysis import Analyzer, Outline, is_test_path
 from kimi_cli.context.enumerate import read_record
 from kimi_cli.context.languages import language_for
-from kimi_cli.context.packer import MAX_CHARS_PER_TOKEN, MAX_OUTLINED, MAX_PARSE_CHARS, overhead
+from kimi_cli.context.pack_layout import MAX_CHARS_PER_TOKEN, MAX_OUTLINED, MAX_PARSE_CHARS, overhead
 from kimi_cli.context.scan import FileFacts
 from kimi_cli.context.tags import skeleton
 from kimi_cli.context.tokens import content_key

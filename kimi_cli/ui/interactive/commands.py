@@ -6,7 +6,6 @@ so features add their own commands the same way. Settings commands are in comman
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from rich.table import Table
@@ -19,8 +18,8 @@ from kimi_cli.runtime import SessionChoice
 from kimi_cli.session.checkpointing import apply_undo, describe_points, plan_undo, undo_state
 from kimi_cli.session.store import list_sessions
 from kimi_cli.ui.interactive.host import SessionHost
+from kimi_cli.ui.interactive.picker import session_line
 from kimi_cli.ui.interactive.registry import EXIT, CommandRegistry, SlashCommand
-from kimi_cli.ui.interactive.status import short_tokens
 from kimi_cli.ui.sanitize import visible, visible_text
 
 KEYS_HELP = (
@@ -220,18 +219,3 @@ class SlashCommands:
     async def cmd_reasoning(self, arg: str) -> None:
         self.app.renderer.show_reasoning = not self.app.renderer.show_reasoning
         self.console.print(f"reasoning {'shown' if self.app.renderer.show_reasoning else 'hidden'}")
-
-
-def session_line(number: int, info: object, current: str, width: int) -> Text:
-    """`  3  2026-11-30 14:02  idle  12 steps  45.2k tok  title…` clipped to the width."""
-    sid = str(getattr(info, "id", ""))
-    when = time.strftime("%m-%d %H:%M", time.localtime(float(getattr(info, "updated", 0))))
-    steps = int(getattr(info, "steps", 0))
-    mark = "*" if sid == current else " "
-    head = (
-        f"{mark}{number:>2}  {sid}  {when}  {getattr(info, 'status', '')}  {steps} step{'s' if steps != 1 else ''}"
-        f"  {short_tokens(int(getattr(info, 'tokens', 0)))} tok  "
-    )
-    line = visible_text(head + str(getattr(info, "title", "")), one_line=True)
-    line.truncate(max(width - 1, 20), overflow="ellipsis")
-    return line

@@ -5,6 +5,7 @@ Used by `/resume` with no id (inside the running session) and by `kimi -r` with 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +13,8 @@ from rich.text import Text
 
 from kimi_cli.session.store import SessionInfo, list_sessions
 from kimi_cli.ui.interactive.host import SessionHost
+from kimi_cli.ui.interactive.status import short_tokens
+from kimi_cli.ui.sanitize import visible_text
 
 PICK = "@pick"  # `kimi -r` without an id (kimi_cli/cli.py spells the same value)
 SHOWN = 15
@@ -23,8 +26,6 @@ def choices(workspace: Path, exclude: str = "") -> list[SessionInfo]:
 
 
 def print_choices(console: Console, infos: list[SessionInfo], current: str = "") -> None:
-    from kimi_cli.ui.interactive.commands import session_line
-
     for number, info in enumerate(infos, start=1):
         console.print(session_line(number, info, current, console.width))
 
@@ -63,3 +64,18 @@ def pick_session(workspace: Path) -> str | None:
     except (KeyboardInterrupt, EOFError):
         return None
     return chosen(answer, infos)
+
+
+def session_line(number: int, info: object, current: str, width: int) -> Text:
+    """`  3  2026-11-30 14:02  idle  12 steps  45.2k tok  title…` clipped to the width."""
+    sid = str(getattr(info, "id", ""))
+    when = time.strftime("%m-%d %H:%M", time.localtime(float(getattr(info, "updated", 0))))
+    steps = int(getattr(info, "steps", 0))
+    mark = "*" if sid == current else " "
+    head = (
+        f"{mark}{number:>2}  {sid}  {when}  {getattr(info, 'status', '')}  {steps} step{'s' if steps != 1 else ''}"
+        f"  {short_tokens(int(getattr(info, 'tokens', 0)))} tok  "
+    )
+    line = visible_text(head + str(getattr(info, "title", "")), one_line=True)
+    line.truncate(max(width - 1, 20), overflow="ellipsis")
+    return line

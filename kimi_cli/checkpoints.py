@@ -2,12 +2,20 @@
 
 Each snapshot is `git add -A` into the shadow's own index (incremental: git's stat cache re-hashes only
 changed files) and `git write-tree` (content-addressed: unchanged files cost nothing to store).
+
+A snapshot costs one git process when nothing changed since this process's last one (the listing that finds
+big files finds nothing to add, and the index is the one it left), and four when something did (listing,
+add, write-tree, and the no-follow check of what changed). The shadow's own info/attributes turns every filter
+driver and conversion off for every path (host_git.NO_CONVERSION_ATTRIBUTES), so no call needs the config
+listed for driver names first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +32,7 @@ from kimi_cli.checkpoint_files import (
     write_entry,
 )
 from kimi_cli.paths import kimi_home, workspace_key
-from kimi_cli.tools.host_git import UnsafeRepository, open_repo, run_git
+from kimi_cli.tools.host_git import NO_CONVERSION_ATTRIBUTES, UnsafeRepository, open_repo, run_git
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 # Caches that tools regenerate: never worth restoring, and a test run that writes them changed nothing.
@@ -58,6 +66,9 @@ class ShadowRepo:
         self.last_not_restored: list[tuple[str, str]] = []  # (path, why) the last restore could not put back
         self.last_corrected: list[str] = []  # paths the last snapshot re-read because git's read did not hold
         self._last_tree: str | None = None  # this process's previous snapshot: the next one is checked against it
+        self._own_tree: str | None = None  # the tree this process last wrote from the index, and
+        self._index_stamp: tuple[int, ...] | None = None  # the index file as that left it (another process's
+        # snapshot in the same shadow changes it)
         self._dropped = False  # old gitlink entries leave the index once per process
         self.git_dir = (home or kimi_home()) / "checkpoints" / workspace_key(self.workspace)
         self._paths = {
@@ -76,15 +87,28 @@ class ShadowRepo:
 
     def _init(self) -> None:
         if (self.git_dir / "HEAD").exists():
+            self._attributes()
             return
         self.git_dir.mkdir(parents=True, exist_ok=True)
         out = run_git(["init", "-q", "--bare", "--template=", str(self.git_dir)], self.git_dir.parent)
         if out.returncode != 0:
             raise CheckpointError(f"git init failed: {out.stderr.decode(errors='replace').strip()}")
         settings = (("gc.auto", "0"), ("core.quotepath", "false"), ("core.untrackedCache", "true"))
+        self._attributes()
         for key, value in settings:
             self._git("config", key, value)
         self._borrow_user_objects()
+
+    def _attributes(self) -> None:
+        """info/attributes holds exactly host_git.NO_CONVERSION_ATTRIBUTES (made so if not): snapshots store the
+        bytes on disk, no filter driver a .gitattributes names ever runs, and host_git sees it and skips the
+        `git config --list` it would otherwise run before every call."""
+        path = self.git_dir / "info" / "attributes"
+        if _small_file(path, len(NO_CONVERSION_ATTRIBUTES) + 1) == NO_CONVERSION_ATTRIBUTES:
+            return
+        path.parent.mkdir(exist_ok=True)
+        path.unlink(missing_ok=True)  # whatever was there (a link, a FIFO) is replaced, not written through
+        path.write_bytes(NO_CONVERSION_ATTRIBUTES)
 
     def _borrow_user_objects(self) -> None:
         """Read the user's object store as an alternate: committed files are then never stored twice.
@@ -102,40 +126,63 @@ class ShadowRepo:
             (self.git_dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
             (self.git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n")
 
-    def _write_excludes(self) -> None:
-        """The user's own info/exclude, plus files too large to snapshot (remembered in last_skipped) and nested
-        repositories (in last_nested: git would record them as submodule links, and an empty one, `git init x`,
-        makes `git add` fail outright). Nothing here follows a link (kimi_cli.tools.safe_fs)."""
+    def _scan(self) -> list[str]:
+        """List what `git add -A` would take up, with the same exclusions; returns those paths (none: the index
+        already holds the workspace). info/exclude is the user's own .git/info/exclude, plus files too large to
+        snapshot (remembered in last_skipped) and nested repositories (in last_nested: git would record them as
+        submodule links, and an empty one, `git init x`, makes `git add` fail outright). Last snapshot's big
+        files and nested repositories stay excluded while they still are (checked here, by lstat), so the
+        listing does not name them again. Nothing here follows a link (kimi_cli.tools.safe_fs)."""
         from kimi_cli.tools import safe_fs
 
-        lines = list(ALWAYS_EXCLUDED)
-        self.last_skipped, self.last_nested = [], []
+        static = list(ALWAYS_EXCLUDED)
+        big: dict[str, int] = {}
+        nested: list[str] = []
         with safe_fs.rooted(self.workspace) as root_fd:
             with contextlib.suppress(OSError):
-                lines.append(safe_fs.read_at(root_fd, ".git/info/exclude", 1 << 20)[0].decode(errors="replace"))
-            info = self.git_dir / "info"
-            info.mkdir(exist_ok=True)
-            # Candidates are listed against the static rules only: with info/exclude (which names last time's
-            # big files) they would drop out of the listing, lose their exclusion, and be hashed next time.
-            static = info / "kimi-static-exclude"
-            static.write_text("\n".join(lines) + "\n")
-            changed = self._git(
-                "ls-files", "-z", "--others", "--modified", "--exclude-per-directory=.gitignore",
-                f"--exclude-from={static}",
+                static.append(safe_fs.read_at(root_fd, ".git/info/exclude", 1 << 20)[0].decode(errors="replace"))
+            for rel, _size in self.last_skipped:
+                size = _size_at(root_fd, rel)
+                if size is not None and size > self.max_file_bytes:
+                    big[rel] = size
+            nested = [rel for rel in self.last_nested if _is_repo_at(root_fd, rel)]
+            self._write_exclude_file(static, big, nested)
+            listing = self._git(
+                "ls-files", "-z", "-t", "--others", "--modified", "--exclude-standard"
             ).split("\0")  # fmt: skip
-            for rel in filter(None, changed):
-                if rel.endswith("/"):  # git lists an untracked nested repository as a folder it does not enter
-                    lines.append("/" + _escape_pattern(rel))
-                    self.last_nested.append(rel.rstrip("/"))
+            wanted: list[str] = []
+            for item in filter(None, listing):
+                tag, rel = item[:1], item[2:]
+                if tag == "?" and rel.endswith("/"):  # an untracked nested repository: a folder git does not enter
+                    nested.append(rel.rstrip("/"))
                     continue
-                try:
-                    size = safe_fs.lstat_at(root_fd, rel).st_size
-                except (OSError, ValueError):
-                    continue
-                if size > self.max_file_bytes:
-                    lines.append("/" + _escape_pattern(rel))
-                    self.last_skipped.append((rel, size))
-        (info / "exclude").write_text("\n".join(lines) + "\n")
+                size = _size_at(root_fd, rel)
+                if size is not None and size > self.max_file_bytes:
+                    big[rel] = size
+                    if tag == "?":  # excluded from now on; a tracked one is still updated by `git add -A`
+                        continue
+                wanted.append(rel)
+        self.last_skipped, self.last_nested = sorted(big.items()), nested
+        self._write_exclude_file(static, big, nested)
+        return wanted
+
+    def _write_exclude_file(self, static: list[str], big: dict[str, int], nested: list[str]) -> None:
+        lines = [*static, *("/" + _escape_pattern(rel) for rel in sorted(big)),
+                 *("/" + _escape_pattern(rel + "/") for rel in sorted(nested))]  # fmt: skip
+        text = ("\n".join(lines) + "\n").encode()
+        path = self.git_dir / "info" / "exclude"
+        if _small_file(path, len(text) + 1) == text:
+            return
+        path.parent.mkdir(exist_ok=True)
+        path.unlink(missing_ok=True)
+        path.write_bytes(text)
+
+    def _stamp(self) -> tuple[int, ...] | None:
+        try:
+            st = os.stat(self.git_dir / "index")
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def snapshot(self) -> str:
         """Record the workspace as it is now; returns the tree id."""
@@ -143,7 +190,15 @@ class ShadowRepo:
         if not self._dropped:
             self._dropped = True
             self._drop_gitlinks()
-        self._write_excludes()
+        wanted = self._scan()
+        if (
+            not wanted
+            and self._own_tree is not None
+            and self._own_tree == self._last_tree
+            and self._index_stamp is not None
+            and self._index_stamp == self._stamp()
+        ):
+            return self._own_tree  # `git add -A` would change nothing: the index holds this tree already
         try:
             self._git("add", "-A", "--ignore-errors", ".")
         except CheckpointError as exc:
@@ -158,7 +213,8 @@ class ShadowRepo:
         tree = self._git("write-tree").strip()
         if self._last_tree is not None and tree != self._last_tree:
             tree = self._verify(self._last_tree, tree)
-        self._last_tree = tree
+        self._last_tree = self._own_tree = tree
+        self._index_stamp = self._stamp()
         return tree
 
     def expect(self, tree: str) -> None:
@@ -264,6 +320,41 @@ def _batches(entries: list[TreeEntry], limit: int = 64 * 1024 * 1024) -> list[li
     """Groups of entries whose blobs together stay near `limit` bytes (sizes unknown: counted as the cap)."""
     per = max(1, limit // MAX_FILE_BYTES)
     return [entries[i : i + per] for i in range(0, len(entries), per)]
+
+
+def _small_file(path: Path, limit: int) -> bytes | None:
+    """The start of a regular file of kimi's own (None for anything else: a FIFO there is not waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _size_at(root_fd: int, rel: str) -> int | None:
+    """The size of what is at `rel` now (a final link: its own), or None when nothing is, or a link is above it."""
+    from kimi_cli.tools import safe_fs
+
+    try:
+        return safe_fs.lstat_at(root_fd, rel).st_size
+    except (OSError, ValueError):
+        return None
+
+
+def _is_repo_at(root_fd: int, rel: str) -> bool:
+    """Whether `rel` is still a nested repository: a real folder with a .git in it."""
+    from kimi_cli.tools import safe_fs
+
+    try:
+        safe_fs.lstat_at(root_fd, rel + "/.git")
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _escape_pattern(path: str) -> str:

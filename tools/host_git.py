@@ -116,6 +116,9 @@ KIMI_KEYS = {"KIMI_API_KEY", "MOONSHOT_API_KEY"}
 DIFF_PORCELAIN = {"diff", "log", "show", "whatchanged"}
 DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
 FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$", re.IGNORECASE | re.DOTALL)
+# A repository's own info/attributes with exactly this content runs no filter driver and converts nothing, for
+# any path (see conversions_off).
+NO_CONVERSION_ATTRIBUTES = b"* -filter -text -eol -crlf -ident -working-tree-encoding\n"
 
 
 def _sq(value: str) -> str:
@@ -169,7 +172,7 @@ def repo_env(
     env.update(paths)
     pairs = list(HARDENING)
     env["GIT_CONFIG_PARAMETERS"] = config_parameters(pairs)
-    if "GIT_DIR" in env:
+    if "GIT_DIR" in env and not conversions_off(env):
         pairs += driver_overrides(env, pinned.fds if pinned else ())
     pairs += list(extra)
     env["GIT_CONFIG_PARAMETERS"] = config_parameters(pairs)
@@ -230,6 +233,33 @@ def declared_filters(env: Mapping[str, str], fds: Sequence[int] = ()) -> set[str
         if match:
             names.add(match.group(1))
     return names
+
+
+def conversions_off(env: Mapping[str, str]) -> bool:
+    """Whether the repository `env` names turns every filter driver off by its own info/attributes, read
+    here right before the call (as the config would be). That file is the top of git's attribute stack:
+    `* -filter` there beats every .gitattributes in the tree and any macro they define, so no driver runs
+    whatever the config declares, and the config need not be listed for driver names (a git process less
+    per call). kimi's checkpoint shadow repository writes it; any other content falls back to the names."""
+    common = env.get("GIT_COMMON_DIR")
+    if common is None:
+        if os.path.lexists(os.path.join(env["GIT_DIR"], "commondir")):  # info/ would come from elsewhere
+            return False
+        common = env["GIT_DIR"]
+    import stat
+
+    try:  # non-blocking: a FIFO planted there must not hang kimi
+        fd = os.open(os.path.join(common, "info", "attributes"), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.read(fd, len(NO_CONVERSION_ATTRIBUTES) + 1) == NO_CONVERSION_ATTRIBUTES
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def driver_overrides(env: Mapping[str, str], fds: Sequence[int] = ()) -> list[tuple[str, str]]:

@@ -3,6 +3,12 @@
 meta.json carries what `kimi sessions` and a resumed session show without reading the log: the whole
 session's step count and token usage (every run of it, subagents included), its status, and the pid of
 the process running it (a `running` session whose process is gone is listed as `interrupted`).
+
+Work that need not hold up the next request runs on the session's own worker thread, in order (`defer`): the
+fsync of the log and the rewrite of meta.json at a step's end, and a checkpoint's "after" snapshot. Every
+record but an event waits for those jobs before it is written (`settle`), so the log keeps its order, and a
+step's tool calls are logged (and its tools run) only once the step before is on disk: a crash still loses
+the records of at most one step whose tools ran.
 """
 
 from __future__ import annotations
@@ -11,7 +17,10 @@ import contextlib
 import json
 import os
 import secrets
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,13 +55,17 @@ class SessionInfo:
 
 
 class Session:
-    """An open session: appends records and flushes them; fsyncs at each step's end."""
+    """An open session: appends records and flushes them; fsyncs at each step's end (on its worker thread)."""
 
     def __init__(self, path: Path, meta: dict[str, Any]) -> None:
         self.path = path
         self.meta = meta
         self._log = open_private(path / LOG_NAME, "a")  # 0600: it holds the user's code and prompts
         self._running_here = False  # this process marked it running (create, mark_running)
+        self._lock = threading.RLock()  # appends come from the loop and from deferred jobs
+        self._worker: ThreadPoolExecutor | None = None
+        self._last_job: Future[None] | None = None
+        self._job_thread: int | None = None
 
     @property
     def id(self) -> str:
@@ -106,12 +119,41 @@ class Session:
         return cls.open(workspace, infos[0].id)
 
     def append(self, record: dict[str, Any]) -> None:
-        self._log.write(dumps(record) + "\n")  # any string, lone surrogates included, is logged exactly
-        self._log.flush()
-        _count_usage(self.meta, record)
+        if record.get("kind") != "event":  # messages, turns, cuts, checkpoints: after the deferred jobs
+            self.settle()
+        line = dumps(record) + "\n"  # any string, lone surrogates included, is logged exactly
+        with self._lock:
+            self._log.write(line)
+            self._log.flush()
+            _count_usage(self.meta, record)
         if record.get("kind") == "turn":  # a prompt: the session is worth listing from now on
             self.meta["prompts"] = int(self.meta.get("prompts", 0)) + 1
             self.save_meta()
+
+    def defer(self, job: Callable[[], None]) -> None:
+        """Run `job` on this session's worker thread, after the jobs deferred before it. A job may append
+        records (they are written at once); it must not wait for other jobs."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="kimi-session")
+
+        def run() -> None:
+            self._job_thread = threading.get_ident()
+            job()
+
+        self._last_job = self._worker.submit(run)
+
+    def settle(self) -> None:
+        """Wait until every deferred job is done (a job's own error is raised here). A no-op inside a job."""
+        job = self._last_job
+        if job is None or threading.get_ident() == self._job_thread:
+            return
+        job.result()
+
+    @property
+    def pending(self) -> Future[None] | None:
+        """The last deferred job, while it runs (an async caller may await it with asyncio.wrap_future)."""
+        job = self._last_job
+        return job if job is not None and not job.done() else None
 
     def append_message(self, message: Message) -> None:
         self.append({"kind": "message", "message": message})
@@ -126,10 +168,17 @@ class Session:
             self.append_message(message)
 
     def end_step(self, steps: int) -> None:
-        """One more step of the session (`steps` is the run's own count; meta keeps the session's)."""
+        """One more step of the session (`steps` is the run's own count; meta keeps the session's). The log's
+        fsync and meta.json are written on the worker thread, while the next request goes out."""
+        with self._lock:
+            self.meta["steps"] = int(self.meta.get("steps", 0)) + 1
+            self.meta["updated"] = time.time()
+            text = dumps(self.meta, indent=1)
+        self.defer(lambda: self._sync(text))
+
+    def _sync(self, meta_text: str) -> None:
         os.fsync(self._log.fileno())
-        self.meta["steps"] = int(self.meta.get("steps", 0)) + 1
-        self.save_meta()
+        write_private(self.path / META_NAME, meta_text)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -141,14 +190,18 @@ class Session:
         return int(self.meta.get("prompts", 0))
 
     def save_meta(self) -> None:
-        self.meta["updated"] = time.time()
-        write_private(self.path / META_NAME, dumps(self.meta, indent=1))
+        self.settle()  # a deferred rewrite of meta.json lands first, never after this one
+        with self._lock:
+            self.meta["updated"] = time.time()
+            text = dumps(self.meta, indent=1)
+        write_private(self.path / META_NAME, text)
 
     def set_status(self, status: str) -> None:
         self.meta["status"] = status
         self.save_meta()
 
     def records(self) -> list[dict[str, Any]]:
+        self.settle()  # a deferred checkpoint's record is part of what was asked
         return read_records(self.path / LOG_NAME)
 
     def raw_messages(self) -> list[Message]:
@@ -175,6 +228,13 @@ class Session:
         """Close the log; `status` (idle, done, ...) replaces `running` in meta, so the listing is right."""
         if self._log.closed:
             return
+        try:
+            with contextlib.suppress(OSError):  # the last fsync failed: the log is closed all the same
+                self.settle()
+        finally:
+            if self._worker is not None:
+                self._worker.shutdown(wait=True)
+                self._worker = None
         if status is not None or (self._running_here and self.meta.get("status") == "running"):
             self.meta["status"] = status or "idle"
             self.meta.pop("pid", None)

@@ -18,6 +18,8 @@ UNSAFE = re.compile(r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud8
 def dumps(value: Any, **kwargs: Any) -> str:
     """json.dumps with ensure_ascii=False, valid UTF-8 whatever the strings hold."""
     text = json.dumps(value, ensure_ascii=False, **kwargs)
+    if text.isascii() and "\x7f" not in text:  # nothing to escape (the common case: no regex pass over it)
+        return text
     return UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 

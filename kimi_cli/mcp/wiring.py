@@ -128,7 +128,9 @@ class LateServers:
 
         wanted = [s for s in self.pending if any(n.startswith(tool_name(s, "")) for n in names)]
         if wanted:
-            timeout = max(self.manager.states[s].config.startup_timeout for s in wanted) + 1
+            # The manager settles each server at its startup timeout; the margin covers a loaded machine,
+            # where that timer fires late (a settled server never waits the margin).
+            timeout = max(self.manager.states[s].config.startup_timeout for s in wanted) + 5
             await asyncio.to_thread(_wait_all, [self.manager.states[s].settled for s in wanted], timeout)
             self._notes += self.poll()
         rest = [n for n in names if n not in self.registry]

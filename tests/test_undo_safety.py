@@ -56,8 +56,10 @@ def agent_edits(root_fd: int, i: int) -> None:
 
 
 def test_restores_under_a_flipping_link_never_write_delete_or_snapshot_outside(tmp_path: Path) -> None:
-    rounds = 150
-    ws, elsewhere = flipping_workspace(tmp_path, rounds)
+    # At least 150 restores, and on until 30 snapshots got through the race (a loaded machine fails more of
+    # them: each failure is reported and harmless, but the claim needs snapshots that succeeded under it).
+    least, most, wanted = 150, 600, 30
+    ws, elsewhere = flipping_workspace(tmp_path, most)
     before = outside_state(elsewhere)
     shadow = ShadowRepo(ws, home=tmp_path / "home")
     base = shadow.snapshot()
@@ -65,7 +67,9 @@ def test_restores_under_a_flipping_link_never_write_delete_or_snapshot_outside(t
     restored = failed = reached_outside = corrected = 0
     swapper = start_swapper(ws / "d", ws / "swap", relink_to=elsewhere)
     try:
-        for i in range(rounds):
+        for i in range(most):
+            if i >= least and i - failed >= wanted:
+                break
             with contextlib.suppress(OSError):
                 reached_outside += OUTSIDE in (ws / "d" / "f0.txt").read_text()  # a naive read: the race is live
             with safe_fs.rooted(ws) as root_fd:  # the "agent's" own edits never go through a link either
@@ -86,9 +90,9 @@ def test_restores_under_a_flipping_link_never_write_delete_or_snapshot_outside(t
         swapper.kill()
         swapper.wait(timeout=10)
     assert reached_outside > 0, "the swapper never made a naive read land outside"
-    assert restored == rounds
+    assert restored >= least
     assert outside_state(elsewhere) == before, "a restore wrote or deleted outside the workspace"
-    assert rounds - failed >= 30, f"only {rounds - failed} snapshots succeeded"
+    assert restored - failed >= wanted, f"only {restored - failed} of {restored} snapshots succeeded"
     assert corrected > 0, "no snapshot ever needed its no-follow check: the race did not reach git"
     for tree in trees:  # no snapshot holds bytes read through the link
         found = subprocess.run(

@@ -64,9 +64,9 @@ def main(runs: int = 7) -> str:
             cp = SessionCheckpointer(shadow, session)
             import asyncio
 
-            asyncio.run(cp.snapshot("before", 1, 1))
+            asyncio.run(cp.snapshot("before", 1, 1, ["WriteFile"]))
             target.write_text(f"changed {next(counter)}\n")
-            asyncio.run(cp.snapshot("after", 1, 2))
+            asyncio.run(cp.snapshot("after", 1, 2, ["WriteFile"]))
             session.close()
             undo += time_process(
                 [kimi_bin(), "undo", "1", "--yes", "--session", session.id], 1, warmup=0, cwd=repo, env=env

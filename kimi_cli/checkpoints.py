@@ -5,9 +5,9 @@ changed files) and `git write-tree` (content-addressed: unchanged files cost not
 
 A snapshot costs one git process when nothing changed since this process's last one (the listing that finds
 big files finds nothing to add, and the index is the one it left), and four when something did (listing,
-add, write-tree, and the no-follow check of what changed). The shadow's own info/attributes turns every filter
-driver and conversion off for every path (host_git.NO_CONVERSION_ATTRIBUTES), so no call needs the config
-listed for driver names first.
+add of the listed paths only, write-tree, and the no-follow check of what changed). The shadow's own
+info/attributes turns every filter driver and conversion off for every path
+(host_git.NO_CONVERSION_ATTRIBUTES), so no call needs the config listed for driver names first.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from kimi_cli.paths import kimi_home, workspace_key
 from kimi_cli.tools.host_git import NO_CONVERSION_ATTRIBUTES, UnsafeRepository, open_repo, run_git
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+PATHSPEC_MAX = 256  # changed paths named to `git add` (more: it walks the tree instead)
 # Caches that tools regenerate: never worth restoring, and a test run that writes them changed nothing.
 ALWAYS_EXCLUDED = ("__pycache__/", "*.py[co]", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -199,6 +200,25 @@ class ShadowRepo:
             and self._index_stamp == self._stamp()
         ):
             return self._own_tree  # `git add -A` would change nothing: the index holds this tree already
+        if wanted:
+            self._add(wanted)
+        tree = self._git("write-tree").strip()
+        if self._last_tree is not None and tree != self._last_tree:
+            tree = self._verify(self._last_tree, tree)
+        self._last_tree = self._own_tree = tree
+        self._index_stamp = self._stamp()
+        return tree
+
+    def _add(self, wanted: list[str]) -> None:
+        """`git add -A` of the paths the listing found, so git does not walk the tree a second time; of the
+        whole tree when they are many (git matches each path against each pathspec) or git refuses them (a
+        path gone since the listing, a FIFO where a file was)."""
+        if len(wanted) <= PATHSPEC_MAX:
+            names = "\0".join(wanted).encode("utf-8", "surrogateescape")
+            with contextlib.suppress(CheckpointError):
+                self._git("--literal-pathspecs", "add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                          "--pathspec-file-nul", input=names)  # fmt: skip
+                return
         try:
             self._git("add", "-A", "--ignore-errors", ".")
         except CheckpointError as exc:
@@ -210,12 +230,6 @@ class ShadowRepo:
                 raise
             self._git("update-index", "-z", "--force-remove", "--stdin", input="\0".join(odd).encode())
             self._git("add", "-A", "--ignore-errors", ".")  # untracked now: git passes such a file by
-        tree = self._git("write-tree").strip()
-        if self._last_tree is not None and tree != self._last_tree:
-            tree = self._verify(self._last_tree, tree)
-        self._last_tree = self._own_tree = tree
-        self._index_stamp = self._stamp()
-        return tree
 
     def expect(self, tree: str) -> None:
         """The tree the workspace had at the last snapshot someone recorded (a session's log): the next

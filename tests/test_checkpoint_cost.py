@@ -51,7 +51,7 @@ def count_git(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     real = host_git.spawn
 
     def noting(argv: Any, *args: Any, **kwargs: Any) -> Any:
-        started.append(argv[1])
+        started.append(next(arg for arg in argv[1:] if not arg.startswith("-")))
         return real(argv, *args, **kwargs)
 
     monkeypatch.setattr(host_git, "spawn", noting)
@@ -294,3 +294,17 @@ def test_a_deferred_snapshot_that_fails_is_logged_and_told_on_the_loop(tmp_path:
     assert [r["phase"] for r in session.records() if r["kind"] == "checkpoint_failed"] == ["after"]
     assert told and told[0][1] and "checkpoint after step 1 failed" in told[0][0]
     session.close()
+
+
+def test_a_listed_path_gone_before_git_add_falls_back_to_the_whole_tree(tmp_path: Path) -> None:
+    """A background command deletes a file between the listing and `git add`: git refuses the pathspec, and
+    the snapshot takes the whole tree instead of failing."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    shadow = ShadowRepo(ws, home=tmp_path / "home")
+    first = shadow.snapshot()
+    (ws / "new.txt").write_text("new\n")
+    shadow._add(["gone-since-the-listing.txt", "new.txt"])
+    tree = shadow._git("write-tree").strip()
+    assert [(c.status, c.path) for c in shadow.changes(first, tree)] == [("A", "new.txt")]

@@ -10,7 +10,16 @@ grows by ~50 KB a step; gaps are binned by request size. Default: no packed repo
 system message (~1.1 MB), in two scripts: 170 ReadFile steps, and 170 WriteFile steps of new ~50 KB files
 (each write step takes kimi's checkpoint snapshots before and after). kimi-cli runs the same scripts in the
 same tree (it packs nothing). Targets (issue 32): read <= 15 ms, write <= 40 ms median at 2 MB.
-Usage: python3 bench/step_gap.py [RUNS] [--packed]   (kimi-cli from bench/.peers/kimi-cli, setup_peers.sh)
+
+Beside each wall-clock gap, the CPU a step costs: the kimi process's own CPU plus that of the children it
+waited for (its git processes), read from /proc/<pid>/stat every 10 ms and interpolated at the request
+boundaries of the bin (a full step: reading the reply, the tool, the checkpoints, building the request).
+On a shared machine the wall gap swings with the load; the CPU figure is the stable one.
+
+`--baseline CMD`: a second kimi (an older commit, e.g. a script that runs it with its own PYTHONPATH),
+run alternately with this one on the same tree; `--no-peer` leaves kimi-cli out.
+Usage: python3 bench/step_gap.py [RUNS] [--packed] [--baseline CMD] [--no-peer]
+       (kimi-cli from bench/.peers/kimi-cli, setup_peers.sh)
 """
 
 from __future__ import annotations
@@ -21,7 +30,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import ROOT, kimi_bin, median, table
@@ -30,6 +41,52 @@ STEPS = 170
 FILE_LINES = 600
 BINS = {"0.1 MB": (0.05e6, 0.2e6), "2 MB": (1.7e6, 2.3e6), "8 MB": (7.4e6, 8.6e6)}
 PEER = ROOT / "bench" / ".peers" / "kimi-cli" / "bin" / "kimi"
+BASELINE: str | None = None  # --baseline CMD: an older kimi, alternated with this one
+OLD = "kimi (baseline)"
+
+
+@dataclass
+class Run:
+    start: float  # seconds from process start to the first request
+    gaps: list[tuple[float, int]]  # (gap, size of the next request) per step
+    received: list[float] = field(default_factory=list)  # when each request had fully arrived
+    cpu: list[tuple[float, float, float]] = field(default_factory=list)  # (time, CPU s with children, children's)
+
+
+class CpuSampler(threading.Thread):
+    """CPU seconds of a process with the children it has waited for (utime+stime+cutime+cstime), and of those
+    children alone (kimi's git processes), every 10 ms."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.samples, self.done = pid, [], threading.Event()
+        self.samples: list[tuple[float, float, float]]
+
+    def run(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self.done.is_set():
+            try:
+                with open(f"/proc/{self.pid}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                return
+            ticks = [int(f) for f in fields[11:15]]
+            self.samples.append((time.time(), sum(ticks) / tick, (ticks[2] + ticks[3]) / tick))
+            self.done.wait(0.01)
+
+
+def cpu_at(samples: list[tuple[float, float, float]], when: float, column: int = 1) -> float:
+    """CPU seconds at `when` (column 1: all; 2: the children's), interpolated between the samples around it."""
+    import bisect
+
+    i = bisect.bisect_left(samples, (when, -1.0, -1.0))
+    if i <= 0:
+        return samples[0][column]
+    if i >= len(samples):
+        return samples[-1][column]
+    before, after = samples[i - 1], samples[i]
+    share = (when - before[0]) / (after[0] - before[0]) if after[0] > before[0] else 0.0
+    return before[column] + (after[column] - before[column]) * share
 
 
 def make_repo(repo: Path) -> None:
@@ -100,10 +157,9 @@ def peer_config(home: Path, base_url: str) -> None:
     )
 
 
-def one_run(
-    tool: str, work: Path, repo: Path, pack: bool = False, kind: str = "read"
-) -> tuple[float, list[tuple[float, int]]]:
-    """Seconds from process start to the first request, and (gap, size of the next request) per step."""
+def one_run(tool: str, work: Path, repo: Path, pack: bool = False, kind: str = "read") -> Run:
+    """Seconds from process start to the first request, (gap, size of the next request) per step, and the
+    process's CPU over time."""
     import shutil
 
     shutil.rmtree(repo / "written", ignore_errors=True)  # a write run starts from the same tree every time
@@ -111,24 +167,32 @@ def one_run(
     home = work / f"home-{tool}-{time.monotonic_ns()}"
     home.mkdir()
     env = {**os.environ, "HOME": str(home)}
-    if tool == "kimi":
+    if tool in ("kimi", OLD):
         (home / ".kimi").mkdir()
         (home / ".kimi" / "config.toml").write_text("context_length = 16000000\n")
         env.update({"KIMI_PROVIDER": "openai", "KIMI_BASE_URL": base_url, "KIMI_API_KEY": "bench-key"})
-        argv = [kimi_bin(), "-p", "read every module", "--output-format", "json", "--yolo",
+        program = kimi_bin() if tool == "kimi" else str(BASELINE)
+        argv = [program, "-p", "read every module", "--output-format", "json", "--yolo",
                 *([] if pack else ["--no-pack"])]  # fmt: skip
     else:
         peer_config(home, base_url)
         argv = [str(PEER), "--print", "--yolo", "-p", "read every module", "--work-dir", str(repo)]
     started = time.time()
     try:
-        subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True, timeout=900)
+        proc = subprocess.Popen(argv, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        sampler = CpuSampler(proc.pid)
+        sampler.start()
+        out, err = proc.communicate(timeout=900)
+        sampler.done.set()
+        sampler.join()
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, argv, out, err)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait()
     timeline = json.loads(stats_file.read_text())["timeline"]
     gaps = [(timeline[i + 1][0] - timeline[i][1], timeline[i + 1][2]) for i in range(len(timeline) - 1)]
-    return timeline[0][0] - started, gaps
+    return Run(timeline[0][0] - started, gaps, [t[0] for t in timeline], sampler.samples)
 
 
 def first_request(tool: str, work: Path, runs: int) -> float:
@@ -137,20 +201,65 @@ def first_request(tool: str, work: Path, runs: int) -> float:
     if not empty.exists():
         empty.mkdir()
         subprocess.run(["git", "init", "-q"], cwd=empty, check=True)
-    return median([one_run(tool, work, empty, pack=True)[0] for _ in range(runs)])
+    return median([one_run(tool, work, empty, pack=True).start for _ in range(runs)])
 
 
-def binned(samples: list[tuple[float, int]]) -> dict[str, float | None]:
+def binned(run: Run) -> dict[str, float | None]:
+    """Per bin: the median gap, and (under "cpu <bin>") the CPU seconds per step over the bin's steps."""
     out: dict[str, float | None] = {}
     for name, (lo, hi) in BINS.items():
-        gaps = [g for g, size in samples if lo <= size <= hi]
-        out[name] = median(gaps) if gaps else None
+        steps = [i for i, (_g, size) in enumerate(run.gaps) if lo <= size <= hi]
+        out[name] = median([run.gaps[i][0] for i in steps]) if steps else None
+        out[f"cpu {name}"] = out[f"git {name}"] = None
+        if steps and run.cpu and len(run.received) > steps[-1] + 1:
+            first, last = run.received[steps[0]], run.received[steps[-1] + 1]
+            for key, column in (("cpu", 1), ("git", 2)):
+                spent = cpu_at(run.cpu, last, column) - cpu_at(run.cpu, first, column)
+                out[f"{key} {name}"] = spent / len(steps)
+    return out
+
+
+def contenders() -> list[str]:
+    tools = ["kimi"] + ([OLD] if BASELINE else [])
+    return tools + (["kimi-cli"] if PEER.exists() and "--no-peer" not in sys.argv else [])
+
+
+def row_for(label: str, name: str, results: dict[str, list[dict[str, float | None]]]) -> list[str] | None:
+    """One table row: each contender's median gap and CPU per step in this bin (of which its child processes,
+    for kimi its git), and the ratio of each gap to kimi's."""
+    got = {t: [r[name] for r in runs if r[name] is not None] for t, runs in results.items()}
+    if not got["kimi"]:
+        return None
+
+    def cpu_text(tool: str) -> str:
+        cpu = [r[f"cpu {name}"] for r in results[tool] if r[f"cpu {name}"] is not None]
+        git = [r[f"git {name}"] for r in results[tool] if r[f"git {name}"] is not None]
+        return f"{median(cpu) * 1000:.1f} ms (children {median(git) * 1000:.1f})" if cpu and git else "-"  # type: ignore[arg-type]
+
+    ours = median(got["kimi"])  # type: ignore[arg-type]
+    row = [label, f"{ours * 1000:.1f} ms", cpu_text("kimi")]
+    for tool in results:
+        if tool == "kimi":
+            continue
+        if not got[tool]:
+            row += ["-", "-"]
+            continue
+        theirs = median(got[tool])  # type: ignore[arg-type]
+        row += [f"{theirs * 1000:.1f} ms ({theirs / ours:.1f}x)", cpu_text(tool)]
+    return row
+
+
+def headers_for(first: str, tools: list[str]) -> list[str]:
+    out = [first, "kimi gap (median)", "kimi CPU/step"]
+    for tool in tools[1:]:
+        name = "kimi-cli 1.51" if tool == "kimi-cli" else tool
+        out += [f"{name} gap (x kimi)", f"{name} CPU/step"]
     return out
 
 
 def packed(runs: int = 3) -> str:
-    """ReadFile and WriteFile steps beside flask, which kimi packs; alternating with kimi-cli."""
-    tools = ["kimi"] + (["kimi-cli"] if PEER.exists() else [])
+    """ReadFile and WriteFile steps beside flask, which kimi packs; alternating with the others."""
+    tools = contenders()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -159,25 +268,17 @@ def packed(runs: int = 3) -> str:
             results: dict[str, list[dict[str, float | None]]] = {t: [] for t in tools}
             for _ in range(runs):
                 for tool in tools:
-                    results[tool].append(binned(one_run(tool, work, repo, pack=True, kind=kind)[1]))
+                    results[tool].append(binned(one_run(tool, work, repo, pack=True, kind=kind)))
             for name in ("2 MB", "8 MB"):
-                got = {t: [r[name] for r in results[t] if r[name] is not None] for t in tools}
-                if not got["kimi"]:
-                    continue
-                ours = median(got["kimi"])
-                row = [f"{'ReadFile' if kind == 'read' else 'WriteFile'} steps, {name}", f"{ours * 1000:.1f} ms"]
-                if got.get("kimi-cli"):
-                    peer = median(got["kimi-cli"])
-                    row += [f"{peer * 1000:.1f} ms", f"{peer / ours:.1f}x"]
-                rows.append(row)
-    headers = ["step, request size (flask packed)", "kimi gap (median)"] + (
-        ["kimi-cli 1.51 gap", "kimi-cli / kimi"] if "kimi-cli" in tools else []
-    )
+                row = row_for(f"{'ReadFile' if kind == 'read' else 'WriteFile'} steps, {name}", name, results)
+                if row is not None:
+                    rows.append(row)
+    headers = headers_for("step, request size (flask packed)", tools)
     return table(headers, rows) + f"\nMedians over {runs} runs of each tool, alternating; {STEPS} steps a run."
 
 
 def main(runs: int = 3) -> str:
-    tools = ["kimi"] + (["kimi-cli"] if PEER.exists() else [])
+    tools = contenders()
     results: dict[str, list[dict[str, float | None]]] = {t: [] for t in tools}
     starts: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -186,20 +287,11 @@ def main(runs: int = 3) -> str:
         make_repo(repo)
         for _ in range(runs):
             for tool in tools:  # side by side, alternating, so both see the same machine state
-                results[tool].append(binned(one_run(tool, work, repo)[1]))
+                results[tool].append(binned(one_run(tool, work, repo)))
         for tool in tools:
             starts[tool] = first_request(tool, work, max(5, runs))
-    rows = []
-    for name in BINS:
-        ours = median([r[name] for r in results["kimi"] if r[name] is not None])
-        row = [name, f"{ours * 1000:.1f} ms"]
-        if "kimi-cli" in results:
-            peer = median([r[name] for r in results["kimi-cli"] if r[name] is not None])
-            row += [f"{peer * 1000:.1f} ms", f"{peer / ours:.1f}x"]
-        rows.append(row)
-    headers = ["request size", "kimi gap (median)"] + (
-        ["kimi-cli 1.51 gap", "kimi-cli / kimi"] if "kimi-cli" in results else []
-    )
+    rows = [row for name in BINS if (row := row_for(name, name, results)) is not None]
+    headers = headers_for("request size", tools)
     note = f"\nMedians over {runs} runs of each tool, alternating; each run is {STEPS} ReadFile steps.\n\n"
     start_rows = [[tool, f"{starts[tool]:.3f} s", f"{starts[tool] / starts['kimi']:.2f}x"] for tool in tools]
     start_table = table(["start-up to first request (empty repo)", "median", "ratio to kimi"], start_rows)
@@ -208,4 +300,6 @@ def main(runs: int = 3) -> str:
 
 if __name__ == "__main__":
     count = int(next((a for a in sys.argv[1:] if a.isdigit()), "3"))
+    if "--baseline" in sys.argv:
+        BASELINE = sys.argv[sys.argv.index("--baseline") + 1]
     print(packed(count) if "--packed" in sys.argv else main(count))

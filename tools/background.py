@@ -107,6 +107,7 @@ class TaskManager:
         finally:
             task.finished = time.monotonic()
             kill_group(task.proc.pid)
+            task.proc.release()
             if task.proc.transport is not None:
                 task.proc.transport.close()
             self._check_protected(task)
@@ -142,6 +143,7 @@ class TaskManager:
         task = self.get(task_id)
         if task.running:
             kill_group(task.proc.pid)
+            task.proc.release()
             if task.reader is not None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(task.reader), 5)
@@ -165,6 +167,7 @@ class TaskManager:
         for task in self.tasks.values():
             if task.running:
                 kill_group(task.proc.pid)
+                task.proc.release()
         readers = [t.reader for t in self.tasks.values() if t.reader is not None]
         if readers:
             await asyncio.wait(readers, timeout=3)

@@ -30,6 +30,14 @@ class Started:
     output: asyncio.StreamReader
     exited: asyncio.Future[int]
     transport: asyncio.BaseTransport | None = None  # the pipe's, closed with the task
+    lifeline: int | None = None  # an fd whose closing empties the command's sandbox (bwrap); closed with the task
+
+    def release(self) -> None:
+        """The task is over: let go of its lifeline (what is still running in its sandbox is killed)."""
+        if self.lifeline is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.lifeline)
+            self.lifeline = None
 
     @classmethod
     def from_process(cls, proc: asyncio.subprocess.Process) -> Started:
@@ -89,6 +97,7 @@ async def run_process_group(
     cap: int,
     preexec_fn: Callable[[], None] | None = None,
     pass_fds: tuple[int, ...] = (),
+    stdin: int = asyncio.subprocess.DEVNULL,
 ) -> ExecResult:
     """Run argv in its own process group; on timeout or cancellation kill the whole group."""
     started = time.monotonic()
@@ -96,7 +105,7 @@ async def run_process_group(
         *argv,
         cwd=cwd,
         env=env,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=stdin,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,

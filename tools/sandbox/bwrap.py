@@ -5,6 +5,14 @@ is bwrap's own, and every other listening unix socket the kernel listed at sessi
 /dev/null. Abstract sockets live in the network namespace: with the network off there is a new one;
 with it on, a Landlock scope (ABI 6+) keeps them out of reach. The seccomp program shared with the
 landlock backend (restrict.py) goes in with --seccomp: no setuid bits, no new namespaces, no TIOCSTI.
+
+Nothing outlives kimi or its command. bwrap's --die-with-parent alone does not ensure that: its pid 1
+sets PR_SET_PDEATHSIG only once it runs, and on a loaded machine the command starts first; if kimi dies
+(or a timeout kills the outer bwrap) in that window, pid 1 is handed to the host's init and the command
+runs on. So every command also gets a lifeline: its standard input is the read end of a pipe whose only
+write end kimi holds. A watcher, the first thing started in the sandbox, waits on it; when kimi closes the
+write end (the command is over or timed out, the task stopped) or dies, it kills every process in the
+sandbox's pid namespace, and bwrap's pid 1 exits with them.
 """
 
 from __future__ import annotations
@@ -81,6 +89,15 @@ def bwrap_argv(
     return argv
 
 
+def with_lifeline(shell: str, command: str) -> list[str]:
+    """`shell -c command` behind a watcher that reads its standard input (the lifeline: a pipe's read end)
+    until it closes and then kills every process in the sandbox (kill -1 reaches only the pid namespace's
+    own). /bin/sh starts it, gives the command /dev/null as its input as before, and becomes the shell: the
+    command sees no extra fd and no change to $0, its arguments or its exit status."""
+    watcher = 'exec 3<&0 </dev/null; { read -r x <&3; kill -9 -1; } >/dev/null 2>&1 & exec 3<&-; exec "$0" -c "$1"'
+    return ["/bin/sh", "-c", watcher, shell, command]
+
+
 def _scope_preexec(policy: SandboxPolicy, exe: str) -> Callable[[], None] | None:
     """With the network on, a Landlock scope keeps the host's abstract unix sockets (X11, containerd-shim)
     and signals to outside processes away from the command; off, the new network namespace does."""
@@ -145,8 +162,10 @@ class BwrapSandbox:
         os.close(write)
         return read
 
-    def argv(self, command: str, seccomp_fd: int | None) -> list[str]:
-        return bwrap_argv(self._now(), [self.shell, "-c", command], self.exe, seccomp_fd)
+    def argv(self, command: str, seccomp_fd: int | None, lifeline: bool = False) -> list[str]:
+        """With `lifeline`, the command's standard input must be the read end of its lifeline pipe."""
+        inner = with_lifeline(self.shell, command) if lifeline else [self.shell, "-c", command]
+        return bwrap_argv(self._now(), inner, self.exe, seccomp_fd)
 
     def _now(self) -> SandboxPolicy:
         """The policy with the hidden table and the host's listening sockets looked up again: a credential
@@ -169,15 +188,17 @@ class BwrapSandbox:
 
     async def run(self, command: str, timeout: float) -> ExecResult:
         fd = self._program_fd()
+        life_r, life_w = os.pipe()
         earlier = self.guard.before() if self.guard is not None else []
         try:
             result = await run_process_group(
-                self.argv(command, fd), cwd=str(self.policy.workspace), env=self.policy.env, timeout=timeout,
-                cap=self.output_cap, pass_fds=() if fd is None else (fd,), preexec_fn=self.preexec,
+                self.argv(command, fd, lifeline=True), cwd=str(self.policy.workspace), env=self.policy.env,
+                timeout=timeout, cap=self.output_cap, pass_fds=() if fd is None else (fd,), preexec_fn=self.preexec,
+                stdin=life_r,
             )  # fmt: skip
         finally:
-            if fd is not None:
-                os.close(fd)
+            for own in (life_r, life_w) if fd is None else (fd, life_r, life_w):
+                os.close(own)  # the write end last: whatever the command left running is killed
         repaired = sorted(set(earlier) | set(self.guard.after())) if self.guard is not None else []
         if repaired:
             result.output += repair_note(repaired, self.policy.workspace)
@@ -186,18 +207,25 @@ class BwrapSandbox:
         return result
 
     async def start(self, command: str) -> Started:
-        """A background command: the same sandbox, left running (bwrap's --die-with-parent ties it to kimi)."""
+        """A background command: the same sandbox, left running; its lifeline ties it to kimi."""
         fd = self._program_fd()
+        life_r, life_w = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.argv(command, fd), cwd=str(self.policy.workspace), env=self.policy.env,
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                *self.argv(command, fd, lifeline=True), cwd=str(self.policy.workspace), env=self.policy.env,
+                stdin=life_r, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True, preexec_fn=self.preexec, pass_fds=() if fd is None else (fd,),
             )  # fmt: skip
+        except BaseException:
+            os.close(life_w)
+            raise
         finally:
+            os.close(life_r)
             if fd is not None:
                 os.close(fd)
-        return Started.from_process(proc)
+        started = Started.from_process(proc)
+        started.lifeline = life_w  # closed when the task ends or is stopped, and by the kernel if kimi dies
+        return started
 
     def spawn_spec(self, command: str) -> tuple[list[str], dict[str, str], Callable[[], None] | None, tuple[int, ...]]:
         """For a background task or a reader: the same sandbox, started by the caller and left running.

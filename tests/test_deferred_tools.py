@@ -66,7 +66,7 @@ def test_search_ranks_by_name_then_description_and_joins_only_while_there_is_roo
     # room for two more (limit 5, three declared): two join at the end, the third is told it cannot
     assert registry.names == ["ReadFile", "Shell", "SearchTools", "mcp__cloud__delete_bucket",
                               "mcp__cloud__list_buckets"]  # fmt: skip
-    assert "mcp__cloud__get_invoice (not loaded: the tool list is full)" in out
+    assert "mcp__cloud__get_invoice (the tool list is full: call it by this name)" in out
     assert "mcp__cloud__delete_bucket (now available): Delete one bucket" in out
     assert len(registry.schemas()) == 5
     assert "no deferred tool matches" in asyncio.run(search.run(search.Params(query="kubernetes"), ctx)).output
@@ -82,6 +82,19 @@ def test_a_call_by_full_name_brings_the_tool_in(tmp_path: Path) -> None:
     assert registry.schemas()[: len(before)] == before  # what was sent before is unchanged, in place
     result = asyncio.run(registry.call("mcp__s__beta", "{}", ToolContext(workspace=Workspace(tmp_path))))
     assert result.output == "ran mcp__s__beta"
+
+
+def test_a_full_block_still_runs_a_deferred_tool_called_by_name(tmp_path: Path) -> None:
+    deferred = DeferredTools([named_tool("mcp__s__alpha", "a"), named_tool("mcp__s__beta", "b")], max_tools=2)
+    registry = ToolRegistry([named_tool("ReadFile", "r"), named_tool("Shell", "s")])
+    before = registry.schemas()
+    deferred.attach(registry)
+    ctx = ToolContext(workspace=Workspace(tmp_path))
+    asyncio.run(registry.bring(["mcp__s__alpha"]))
+    assert registry.names == ["ReadFile", "Shell"] and registry.schemas() == before  # no room: not declared
+    assert asyncio.run(registry.call("mcp__s__alpha", "{}", ctx)).output == "ran mcp__s__alpha"  # yet it runs
+    unknown = asyncio.run(registry.call("mcp__s__gamma", "{}", ctx))
+    assert unknown.is_error and "unknown tool 'mcp__s__gamma'" in unknown.output
 
 
 def test_150_mcp_tools_stay_within_the_limit_and_a_deferred_tool_is_found_and_called(

@@ -55,6 +55,9 @@ class ToolRegistry:
         # A source of tools that arrive later (MCP servers still starting): asked, with the names the model
         # called that are not here, before those calls are prepared; it appends what it brings.
         self.late: Callable[[list[str]], Awaitable[object]] | None = None
+        # Tools that may be called by name without being declared (deferred MCP tools once the block is
+        # full): looked up only for a name that is not in the block.
+        self.undeclared: Callable[[str], Tool[Any] | None] | None = None
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -107,6 +110,8 @@ class ToolRegistry:
         key, args, json_error = _canonical(name, raw_arguments)
         call = PreparedCall(call_id, name, raw_arguments, key)
         tool = self._tools.get(name)
+        if tool is None and self.undeclared is not None:
+            tool = self.undeclared(name)
         if tool is None:
             call.error = f"error: unknown tool '{name}'. Available tools: {', '.join(self._tools)}."
             return call

@@ -6,7 +6,7 @@ The request then carries `SearchTools` (query -> names and one-line descriptions
 finds join the tools block, and so does a deferred tool the model calls by its full name: always at the
 END of the block (ToolRegistry.append), so everything sent before stays byte-identical and the prompt
 cache keeps it. Built-in tools always stay. The block never grows past the limit: once it is full a
-search still answers, and says that no more tools can join this session.
+search still answers, and a pool tool called by its full name still runs; it is just not declared.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class DeferredTools:
         self._later = registry.late
         registry.late = self.bring
         registry.admit = self.admit
+        registry.undeclared = self.pool.get  # the block is full: a call by full name still runs
 
     def admit(self, tools: Iterable[Tool[Any]]) -> list[str]:
         """Tools that arrive later (a server ready after the start): at the end of the block while they all
@@ -154,7 +155,7 @@ class SearchTools(Tool[SearchToolsParams]):
         joined = set(self.deferred.join(t.name for t in found))
         lines = []
         for tool in found:
-            state = "now available" if tool.name in joined else "not loaded: the tool list is full"
+            state = "now available" if tool.name in joined else "the tool list is full: call it by this name"
             lines.append(f"{tool.name} ({state}): {one_line(str(tool.description))}")
         return ToolResult("\n".join(lines))
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import Rig, backends, make_rig
 
-from conftest import processes_with, wait_until
 from kimi_cli.tools.sandbox.bwrap import BwrapSandbox
+
+from conftest import processes_with, wait_until
 
 
 @pytest.fixture(params=[b for b in backends() if b == "bwrap"])

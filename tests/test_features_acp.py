@@ -117,3 +117,33 @@ def test_hooks_skills_and_init_through_acp(repo: Path, home: Path, env: dict, se
     assert "- pdf: Read PDF files" in server.requests[0]["messages"][0]["content"]
     assert server.requests[2]["messages"][-1]["content"].startswith("Write AGENTS.md")
     assert (repo / "AGENTS.md").read_text() == agents
+
+
+def test_session_fork_through_acp_keeps_history_and_leaves_the_original_alone(
+    repo: Path, home: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    from test_features_headless import session_log
+
+    server.add({"tool_calls": [tool_call("WriteFile", {"path": "one.txt", "content": "1\n"}, "w1")]}, {"text": "one"},
+               {"text": "two in the fork"}, {"text": "two in the original"})  # fmt: skip
+    client = RecordingClient()
+    logs: dict[str, Any] = {}
+
+    async def flow(conn: Any, proc: Any) -> Any:
+        first = await conn.new_session(cwd=str(repo), mcp_servers=[])
+        await conn.prompt(session_id=first.session_id, prompt=[acp.text_block("write one")])
+        logs["before"] = session_log(home, repo, first.session_id)
+        fork = await conn.fork_session(session_id=first.session_id, cwd=str(repo), mcp_servers=[])
+        assert fork.session_id != first.session_id and fork.modes is not None
+        logs["after_fork"] = session_log(home, repo, first.session_id)
+        await conn.prompt(session_id=fork.session_id, prompt=[acp.text_block("second in fork")])
+        logs["after_fork_prompt"] = session_log(home, repo, first.session_id)
+        await conn.prompt(session_id=first.session_id, prompt=[acp.text_block("second in original")])
+        return first.session_id, fork.session_id
+
+    _, fork_id = run(repo, env, server, client, flow)
+    forked_request, original_request = json.dumps(server.requests[2]), json.dumps(server.requests[3])
+    assert "write one" in forked_request and "second in fork" in forked_request  # the same history, then its own
+    assert "second in fork" not in original_request and "write one" in original_request
+    assert logs["before"] == logs["after_fork"] == logs["after_fork_prompt"]  # the original is untouched
+    assert b"second in fork" in session_log(home, repo, fork_id) and (repo / "one.txt").exists()

@@ -106,6 +106,8 @@ class KimiAcpAgent:
             InitializeResponse,
             McpCapabilities,
             PromptCapabilities,
+            SessionCapabilities,
+            SessionForkCapabilities,
         )
 
         fs = getattr(client_capabilities, "fs", None)
@@ -116,6 +118,7 @@ class KimiAcpAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
+                session_capabilities=SessionCapabilities(fork=SessionForkCapabilities()),
             ),
             agent_info=Implementation(name="kimi", title="Kimi", version=__version__),
         )
@@ -168,6 +171,27 @@ class KimiAcpAgent:
         session.queue.put_nowait(commands_update(session))
         await session.flush()
         return LoadSessionResponse(modes=_modes(session.runtime.mode.current), config_options=effort_options(session))
+
+    async def fork_session(self, session_id: str, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> Any:
+        """session/fork: a new session with the same history and undo points under a new id, as /fork and
+        `kimi --fork` make (kimi_cli.session.fork); the original, open here or not, goes on untouched."""
+        from acp.schema import ForkSessionResponse
+
+        from kimi_cli.session.fork import fork_session
+
+        source = self.sessions.get(session_id)
+        if source is not None:
+            if source.turn is not None and not source.turn.done():
+                raise _invalid(f"session {session_id} is answering a prompt: fork it once the turn has ended")
+            await asyncio.to_thread(source.runtime.session.settle)  # its last records are on disk first
+        try:
+            new_id = await asyncio.to_thread(fork_session, Path(cwd).resolve(), session_id)
+            session = await self._open(cwd, mcp_servers, new_id)
+        except KimiError as exc:
+            raise _request_error(exc) from None
+        session.queue.put_nowait(commands_update(session))
+        return ForkSessionResponse(session_id=session.id, modes=_modes(session.runtime.mode.current),
+                                   config_options=effort_options(session))  # fmt: skip
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> Any:
         from acp.schema import SetSessionModeResponse
@@ -349,7 +373,8 @@ async def serve(flags: dict[str, Any]) -> int:
     raw, writer = await stdio_streams(limit=2**26)
     reader = await checked_stdin(raw, writer)
     try:
-        await run_agent(agent, writer, reader)  # type: ignore[arg-type]  # implements the methods kimi offers
+        # session/fork is in ACP's unstable set: the SDK routes it only with use_unstable_protocol
+        await run_agent(agent, writer, reader, use_unstable_protocol=True)  # type: ignore[arg-type]
     finally:
         await agent.close()
     return 0

@@ -32,6 +32,7 @@ def initialize_result(params: dict[str, Any]) -> dict[str, Any]:
             "loadSession": True,
             "promptCapabilities": {"image": True, "embeddedContext": True},
             "mcpCapabilities": {"http": True, "sse": True},
+            "sessionCapabilities": {"fork": {}},
         },
         "agentInfo": {"name": "kimi", "title": "Kimi", "version": __version__},
     }
@@ -120,7 +121,8 @@ async def serve_early(flags: dict[str, Any]) -> int:
     pump = asyncio.ensure_future(forward())
     reader = await checked_stdin(rest, writer)
     try:
-        await run_agent(agent, writer, reader)  # type: ignore[arg-type]  # implements the methods kimi offers
+        # session/fork is in ACP's unstable set: the SDK routes it only with use_unstable_protocol
+        await run_agent(agent, writer, reader, use_unstable_protocol=True)  # type: ignore[arg-type]
     finally:
         pump.cancel()
         await agent.close()

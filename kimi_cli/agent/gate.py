@@ -61,7 +61,7 @@ class SessionGate:
         self.hooks = hooks
         self.confirm = confirm
         self.subagent = subagent
-        self.start_source = start_source  # SessionStart's `source`: startup | resume | clear
+        self.start_source = start_source  # SessionStart's `source`: startup | resume | clear (compact: after_compact)
         self._started = subagent  # SessionStart runs once, before the session's first prompt
         self.stop_blocks = 0
 
@@ -170,6 +170,14 @@ class SessionGate:
             return ""
         self.stop_blocks += 1
         return verdict.reason or "a Stop hook asks you to go on"
+
+    async def after_compact(self) -> list[str]:
+        """SessionStart with source "compact", as Claude Code fires it: what its hooks print goes in after the
+        summary, since the context they gave at the start was compacted away with the rest."""
+        if self.hooks is None or self.subagent or not self.hooks.has("SessionStart"):
+            return []
+        started = await self.hooks.session_start("compact")
+        return list(started.context)
 
     async def before_compact(self, trigger: str) -> None:
         """PreCompact; and the summary will not carry the plan-mode note: tell it again after compaction."""

@@ -249,6 +249,8 @@ class Agent:
         self._prompt_tokens = 0
         self._sent_count = 0
         self.emit(Compacted(before, count, len(new)))
+        for text in await self.gate.after_compact() if self.gate is not None else []:
+            self.add_message({"role": "user", "content": f"[hook context] {text}"})
 
     async def _complete(self, callbacks: StreamCallbacks) -> Completion:
         """One request; a context overflow compacts the history and tries once more."""

@@ -231,3 +231,28 @@ def test_updated_input_may_not_turn_a_read_into_a_write(repo: Path, tmp_path: Pa
     provider = FakeProvider(calls(("Git", {"command": "status"})), text("ok"))
     asyncio.run(agent_for(provider, [Git()], repo, gate=SessionGate(hooks=hooks)).run(user("status")))
     assert "initial" in provider.requests[1].messages[-1]["content"]  # a read into another read runs
+
+
+def test_session_start_fires_again_after_compaction_and_its_context_follows_the_summary(
+    repo: Path, tmp_path: Path
+) -> None:
+    from kimi_cli.tools.str_replace import StrReplaceFile
+
+    from fakes import context_for
+
+    log = tmp_path / "log.jsonl"
+    hooks = session_for(repo, [hook("SessionStart", "print 'remember: run make lint'")], log)
+    ctx = context_for(repo, context_length=10_000, compact_at=0.5)
+    provider = FakeProvider(
+        calls(("WriteFile", {"path": "notes.txt", "content": "z" * 2_000})),
+        calls(("StrReplaceFile", {"path": "calc.py", "edit": {"old": "a - b", "new": "a + b"}}), prompt=6_000),
+        text("summary of the work", prompt=0, completion=0),
+        text("finished"),
+    )
+    agent = agent_for(provider, [ReadFile(), WriteFile(), StrReplaceFile()], repo, context=ctx,
+                      messages=[ctx.system_message("fix add")], gate=SessionGate(hooks=hooks))  # fmt: skip
+    assert asyncio.run(agent.run(user("fix add in calc.py"))).text == "finished"
+    assert [e["source"] for e in events(log) if e["hook_event_name"] == "SessionStart"] == ["startup", "compact"]
+    final = provider.requests[-1].messages
+    assert [m["role"] for m in final] == ["system", "user", "user"]
+    assert final[2]["content"] == "[hook context] remember: run make lint"

@@ -18,7 +18,12 @@ On a shared machine the wall gap swings with the load; the CPU figure is the sta
 
 `--baseline CMD`: a second kimi (an older commit, e.g. a script that runs it with its own PYTHONPATH),
 run alternately with this one on the same tree; `--no-peer` leaves kimi-cli out.
-Usage: python3 bench/step_gap.py [RUNS] [--packed] [--baseline CMD] [--no-peer]
+
+`--chunk N`: characters per streamed delta (default 16, the scripted server's). The server sends a whole
+answer at once, so a WriteFile step's ~50 KB of arguments arrive as ~3,200 events in one burst, and
+parsing them counts in the gap; a model generating them takes a minute, and the parsing overlaps that.
+`--chunk 4096` takes the burst out and leaves the harness's own part of the step.
+Usage: python3 bench/step_gap.py [RUNS] [--packed] [--baseline CMD] [--no-peer] [--chunk N]
        (kimi-cli from bench/.peers/kimi-cli, setup_peers.sh)
 """
 
@@ -42,6 +47,7 @@ FILE_LINES = 600
 BINS = {"0.1 MB": (0.05e6, 0.2e6), "2 MB": (1.7e6, 2.3e6), "8 MB": (7.4e6, 8.6e6)}
 PEER = ROOT / "bench" / ".peers" / "kimi-cli" / "bin" / "kimi"
 BASELINE: str | None = None  # --baseline CMD: an older kimi, alternated with this one
+CHUNK = 16  # --chunk N: characters per streamed delta (the scripted server's default)
 OLD = "kimi (baseline)"
 
 
@@ -108,7 +114,14 @@ def script(repo: Path, kind: str = "read") -> list[dict]:
         else:
             args = {"path": str(repo / "written" / f"new{i:03d}.py"), "content": f"# new {i}\n" + body * 560}
             call = {"id": f"WriteFile:{i}", "name": "WriteFile", "arguments": args}
-        entries.append({"text": "", "tool_calls": [call], "usage": {"prompt_tokens": 1000, "completion_tokens": 10}})
+        entries.append(
+            {
+                "text": "",
+                "tool_calls": [call],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 10},
+                "chunk_size": CHUNK,
+            }
+        )
     entries.append({"text": "finished", "usage": {"prompt_tokens": 1000, "completion_tokens": 10}})
     return entries
 
@@ -302,4 +315,6 @@ if __name__ == "__main__":
     count = int(next((a for a in sys.argv[1:] if a.isdigit()), "3"))
     if "--baseline" in sys.argv:
         BASELINE = sys.argv[sys.argv.index("--baseline") + 1]
+    if "--chunk" in sys.argv:
+        CHUNK = int(sys.argv[sys.argv.index("--chunk") + 1])
     print(packed(count) if "--packed" in sys.argv else main(count))

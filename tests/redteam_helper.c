@@ -63,10 +63,16 @@ static int dial(const char *path, char *buf, size_t size) {
 
 int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "serve") == 0) {
+        /* A path socket is bound under a temporary name and renamed once it listens: a test that waits for
+           the path to exist ([ -S path ]) then never connects between bind and listen (ECONNREFUSED). */
         struct sockaddr_un sa;
-        socklen_t len = address(argv[2], &sa);
+        char staged[sizeof sa.sun_path];
+        int path_socket = argv[2][0] != '@';
+        snprintf(staged, sizeof staged, "%s.tmp", argv[2]);
+        socklen_t len = address(path_socket ? staged : argv[2], &sa);
         int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) != 0 || listen(fd, 4) != 0) {
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) != 0 || listen(fd, 4) != 0
+            || (path_socket && rename(staged, argv[2]) != 0)) {
             printf("error: %s\n", strerror(errno));
             return 1;
         }

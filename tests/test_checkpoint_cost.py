@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_host_git import marker_script, ran
 
 from kimi_cli.checkpoints import ShadowRepo
 from kimi_cli.session.checkpointing import SessionCheckpointer, plan_undo, undo_state
@@ -30,19 +31,6 @@ from kimi_cli.session.store import Session
 from kimi_cli.tools import host_git
 
 CRLF = b"line one\r\nline two\r\n"
-
-
-def marker_script(folder: Path, marks: Path, name: str) -> Path:
-    """A filter that records `name` in `marks` and passes its input through (so it would 'work')."""
-    folder.mkdir(parents=True, exist_ok=True)
-    script = folder / f"plant-{name}"
-    script.write_text(f'#!/bin/sh\necho "{name}" >> {marks}\ncat\n')
-    script.chmod(0o755)
-    return script
-
-
-def ran(marks: Path) -> list[str]:
-    return marks.read_text().split() if marks.exists() else []
 
 
 def count_git(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -225,12 +213,18 @@ def session_in(tmp_path: Path) -> Session:
     return Session(path, {"id": "s", "steps": 0, "usage": {}})
 
 
-def test_the_after_snapshot_is_deferred_and_everything_later_waits_for_it(tmp_path: Path) -> None:
+def one_file_session(tmp_path: Path) -> tuple[Path, Session, SessionCheckpointer]:
+    """A workspace holding a.txt, a session log, and the checkpointer that snapshots into it."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     session = session_in(tmp_path)
     checkpointer = SessionCheckpointer(ShadowRepo(ws, home=tmp_path / "home"), session)
+    return ws, session, checkpointer
+
+
+def test_the_after_snapshot_is_deferred_and_everything_later_waits_for_it(tmp_path: Path) -> None:
+    ws, session, checkpointer = one_file_session(tmp_path)
 
     async def step() -> None:
         checkpointer.mark_turn(0, "edit a")
@@ -256,11 +250,7 @@ def test_the_after_snapshot_is_deferred_and_everything_later_waits_for_it(tmp_pa
 
 
 def test_close_waits_for_a_deferred_snapshot(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("one\n")
-    session = session_in(tmp_path)
-    checkpointer = SessionCheckpointer(ShadowRepo(ws, home=tmp_path / "home"), session)
+    ws, session, checkpointer = one_file_session(tmp_path)
 
     async def step() -> None:
         await checkpointer.snapshot("before", 1, 0, ["Shell"])

@@ -142,8 +142,8 @@ class Config(_Strict):
     max_output_tokens: int = Field(default=32_768, ge=256)  # max_tokens per answer, capped by the window
     transport: Literal["httpx", "openai"] = "httpx"  # the HTTP client for model requests
     mcp_config: list[str] = Field(default_factory=list)  # --mcp-config files, beside ~/.kimi and .kimi/mcp.json
-    thinking: bool | None = None
-    subagents: bool = True  # the Agent tool  # False: ask a local engine to skip K3's thinking (chat_template_kwargs)
+    thinking: bool | None = None  # False: ask a local engine to skip K3's thinking (chat_template_kwargs)
+    subagents: bool = True  # the Agent tool
     max_tokens: int | None = Field(default=None, ge=1)
     context_length: int | None = Field(default=None, ge=1024)  # None: ask the server, else the model's default
     yolo: bool = False

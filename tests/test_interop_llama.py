@@ -68,7 +68,18 @@ def llama_server() -> Iterator[str]:
     proc.wait(10)
 
 
+def cap_answers(env: dict, tokens: int = 256) -> None:
+    """A top-level `max_output_tokens` in the test's ~/.kimi/config.toml.
+
+    Without a cap the answer may run to the end of the 4,096-token window: ~1,700 tokens, which SmolLM2 on two
+    loaded cores writes at ~5 tokens/s, past the test's limit (seen once in CI beside a busy loop).
+    """
+    cfg = Path(env["HOME"]) / ".kimi" / "config.toml"
+    cfg.write_text(f"max_output_tokens = {tokens}\n" + cfg.read_text())
+
+
 def test_a_text_answer_with_usage_from_llama_server(repo: Path, env: dict, llama_server: str) -> None:
+    cap_answers(env)
     proc = run_kimi(
         ["-p", "Say hello in one short sentence.", "--no-pack", "--output-format", "stream-json"],
         repo, {**env, "KIMI_BASE_URL": llama_server}, timeout=300,
@@ -79,6 +90,7 @@ def test_a_text_answer_with_usage_from_llama_server(repo: Path, env: dict, llama
     assert final["type"] == "result" and final["text"].strip()
     assert final["usage"]["prompt_tokens"] > 0 and final["usage"]["completion_tokens"] > 0
     assert not any(e["type"] == "notice" and "no token usage" in e["message"] for e in events)
+    assert final["usage"]["completion_tokens"] <= 256 * final["steps"]  # the cap reached the server as max_tokens
 
 
 def test_kimi_learns_the_servers_window(repo: Path, env: dict, llama_server: str) -> None:

@@ -195,6 +195,32 @@ def test_relative_and_workspace_path_entries_are_dropped_and_the_rest_kept(tmp_p
     assert host_which("sh", (ws,), path) in ("/usr/local/bin/sh", "/usr/bin/sh", "/bin/sh")
 
 
+def test_a_path_entry_that_only_passes_through_the_workspace_is_dropped(tmp_path: Path) -> None:
+    """`ws/bin -> /usr/bin` resolves outside at the lookup, but a command can point the link at its own
+    folder before kimi runs what it found (the sandbox itself, next time): a link met on the way counts
+    as much as where it ends."""
+    ws, outside, planted = tmp_path / "ws", tmp_path / "outside", tmp_path / "ws" / "planted"
+    planted.mkdir(parents=True)
+    outside.mkdir()
+    real_dir = os.path.dirname(os.path.realpath(shutil.which("sh") or "/bin/sh"))
+    (ws / "bin").symlink_to(real_dir)  # inside the workspace, ending outside
+    (outside / "via").symlink_to(ws / "bin")  # outside, through the workspace, ending outside
+    (ws / "rel").symlink_to("../outside")  # relative, through the workspace
+    path = os.pathsep.join([str(ws / "bin"), str(outside / "via"), str(ws / "rel" / "x"), real_dir])
+    assert trusted_path(path, (ws,)).split(os.pathsep) == [real_dir]
+    found = host_which("sh", (ws,), path)
+    assert found == os.path.join(real_dir, "sh")
+    plant(planted, "sh", tmp_path / "marks")
+    (ws / "bin").unlink()
+    (ws / "bin").symlink_to(planted)  # the command retargets the link after kimi looked
+    assert found is not None and subprocess.run([found, "-c", "true"]).returncode == 0
+    assert ran(tmp_path / "marks") == []
+    # The legitimate case beside it: a link wholly outside any writable folder is followed and kept.
+    (outside / "tools").symlink_to(real_dir)
+    assert trusted_path(str(outside / "tools"), (ws,)) == str(outside / "tools")
+    assert host_which("sh", (ws,), str(outside / "tools")) == str(outside / "tools" / "sh")
+
+
 # --- end to end: a session plants, the same and the next session run nothing of it -------------------------
 
 

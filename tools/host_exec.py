@@ -6,7 +6,11 @@ find a `git` or `bwrap` a command planted there a moment (or a session) ago, and
 a planted `bwrap` is a sandbox that does nothing. So kimi's own host programs are looked up on the PATH
 without the entries a sandbox can write: relative ones (`.`, an empty entry: the current folder, usually the
 workspace) and every folder inside a workspace kimi has opened in this process, or one named by the caller.
-A candidate whose real path leads back into such a folder (a link) is skipped too.
+A candidate whose real path leads back into such a folder (a link) is skipped too, and so is one whose
+resolution merely passes through such a folder: `ws/bin -> /usr/bin` resolves outside today, but a command
+may point the link elsewhere between the lookup and the exec (every link on the way is checked, not only
+where it ends). What remains lies wholly outside sandbox-writable folders, so the sandbox cannot change a
+decision once made: `trusted_path` keeps it for the process (keyed by the PATH and the folders).
 
 Commands in the sandbox keep the user's PATH: the project's virtualenv is what `pytest` should find there.
 """
@@ -35,30 +39,74 @@ def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
-def _roots(exclude: Iterable[Path | str]) -> set[str]:
+_MAX_LINKS = 40  # as the kernel's own limit on links followed in one lookup
+
+
+def passes_writable(path: str, roots: Iterable[str]) -> bool:
+    """True when resolving the absolute `path` visits a sandbox-writable folder at any step: a link met on
+    the way, or where the path ends. Such a path can be redirected by a command after any check."""
+    roots = tuple(roots)
+    pending = [c for c in path.split(os.sep) if c]
+    current, links = os.sep, 0
+    while pending:
+        part = pending.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, part)
+        if _under(step, roots):
+            return True
+        try:
+            target = os.readlink(step)
+        except OSError:  # not a link, or not there: nothing on the way to redirect
+            current = step
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            return True  # a loop: never a program kimi runs
+        if os.path.isabs(target):
+            current = os.sep
+        pending = [c for c in target.split(os.sep) if c] + pending
+    return _under(current, roots)
+
+
+def _roots(exclude: Iterable[Path | str]) -> frozenset[str]:
     with _lock:
         roots = set(_WRITABLE)
     roots.update(os.path.realpath(p) for p in exclude)
-    return roots
+    return frozenset(roots)
+
+
+_decided: dict[tuple[str, frozenset[str]], str] = {}
 
 
 def trusted_path(path: str | None = None, exclude: Iterable[Path | str] = ()) -> str:
-    """PATH (default: this process's) without relative entries and entries inside a sandbox-writable folder."""
+    """PATH (default: this process's) without relative entries and entries that are, or resolve through,
+    a sandbox-writable folder."""
     raw = os.environ.get("PATH", os.defpath) if path is None else path
     roots = _roots(exclude)
+    key = (raw, roots)
+    if (known := _decided.get(key)) is not None:
+        return known
     kept: list[str] = []
     for entry in raw.split(os.pathsep):
         if not entry or not os.path.isabs(entry):
             continue  # "" and "." are the current folder
-        if _under(os.path.realpath(entry), roots) or entry in kept:
+        if entry in kept or passes_writable(entry, roots):
             continue
         kept.append(entry)
-    return os.pathsep.join(kept)
+    result = os.pathsep.join(kept)
+    if len(_decided) > 64:
+        _decided.clear()
+    _decided[key] = result
+    return result
 
 
 def host_which(name: str, exclude: Iterable[Path | str] = (), path: str | None = None) -> str | None:
-    """The absolute path of `name` on the trusted PATH, or None. Never a file that resolves into a
-    sandbox-writable folder, whatever PATH entry led to it."""
+    """The absolute path of `name` on the trusted PATH, or None. Never a file that resolves into, or through,
+    a sandbox-writable folder, whatever PATH entry led to it."""
     roots = _roots(exclude)
     for entry in trusted_path(path, exclude).split(os.pathsep):
         if not entry:
@@ -66,7 +114,7 @@ def host_which(name: str, exclude: Iterable[Path | str] = (), path: str | None =
         candidate = os.path.join(entry, name)
         if not os.path.isfile(candidate) or not os.access(candidate, os.X_OK):
             continue
-        if _under(os.path.realpath(candidate), roots):
+        if passes_writable(candidate, roots):
             continue
         return candidate
     return None

@@ -3,8 +3,10 @@
 Deny rules (the only guard with `--sandbox none`) were walked around by three shapes the parser read as a
 harmless literal name: brace expansion with a quoted blank (`{rm,' x'}` is `rm ' x'`), a bracket pattern
 with a quoted blank (`/bin/r[' 'm]` matches /bin/rm), and `time -p` (the keyword's option was taken for
-the program). An allow rule (`ls`) let `ls > out.txt` write outside the workspace when out.txt is a link
-out of it (a repository ships such a link; the Git tool checks one out). Each sits beside the legitimate
+the program). git runs settings as commands (`git -c alias.x='!rm x' x`, `core.fsmonitor`, GIT_CONFIG_*
+values), which a later pass found the rules did not read. An allow rule (`ls`) let `ls > out.txt` write
+outside the workspace when out.txt is a link out of it (a repository ships such a link; the Git tool checks
+one out). Each sits beside the legitimate
 command that must keep working.
 """
 
@@ -59,6 +61,40 @@ def test_deny_rules_catch_rm_hidden_by_braces_brackets_or_time_p(command: str, v
 )
 def test_ordinary_braces_brackets_and_time_still_read_as_before(command: str, allow: list[str], kind: str) -> None:
     assert check(command, allow, ["rm"]).kind == kind
+
+
+# git runs configuration values as commands: (command, the file git's shell deletes)
+GIT_BYPASSES = [
+    ("git -c alias.x='!rm victim' x", "victim"),
+    ("git -c core.fsmonitor='rm victim' status", "victim"),
+    ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.y GIT_CONFIG_VALUE_0='!rm victim' git y", "victim"),
+    ("git config alias.z '!rm victim' && git z", "victim"),
+    ("env git -c alias.x='!/bin/rm victim' x", "victim"),
+]
+
+
+@pytest.mark.parametrize(("command", "victim"), GIT_BYPASSES)
+def test_deny_rules_catch_rm_run_by_git_from_its_settings(command: str, victim: str, tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / victim).write_text("x")
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, timeout=20)
+    assert not (tmp_path / victim).exists()  # the shape is real: git ran rm
+    assert check(command, [], ["rm"]).kind == "denied"
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ('git -c "$X" x', "unreadable"),  # the value is computed when it runs
+        ("git --config-env=alias.x=FOO x", "unreadable"),  # the value comes from the environment
+        ("git status", "allowed"),
+        ('git commit -m "rm the old file"', "allowed"),  # a message is not a command
+        ("git -C sub log -- rm", "none"),  # a path named rm is not a program
+        ("git -c user.name=Kimi log", "none"),
+    ],
+)
+def test_ordinary_git_commands_still_read_as_before(command: str, kind: str) -> None:
+    assert check(command, ["git status", "git commit"], ["rm"]).kind == kind
 
 
 # --- an allow rule and a redirection through a link, with --sandbox none ------------------------------------

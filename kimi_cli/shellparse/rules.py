@@ -39,6 +39,8 @@ ARITH_NAMES = {"declare", "typeset", "local", "readonly", "export", "read", "uns
 # Interpreters given inline code (`python3 -c`, `perl -e`): their code is searched for denied names.
 INTERPRETERS = {"python", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "awk", "gawk", "mawk", "php",
                 "lua", "tclsh", "Rscript", "osascript", "pwsh", "powershell", "jq"}  # fmt: skip
+# git's global options whose value is the next word (the word after them is not the subcommand).
+GIT_VALUED = {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix"}
 SAFE_REDIRECT_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 # The folder relative redirections are opened in (the Shell tool sets it while the approver decides): a
 # target such as `out.txt` that is a link out of it leaves the workspace, so no allow rule covers it.
@@ -164,6 +166,31 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
         _arith_builtin(name, args)
     elif name in INTERPRETERS:
         found.code += [a.value for a in args if a.value is not None]
+    elif name == "git":
+        _git(args, found, depth)
+
+
+def _git(args: list[Word], found: Findings, depth: int) -> None:
+    """git runs configuration values as commands (`-c alias.x='!rm x' x`, `core.fsmonitor`, `core.pager`,
+    `diff.external`...): every `-c` value, and every value `git config` stores, counts as a command line.
+    A value from the environment (`--config-env`) or computed when it runs cannot be read."""
+    for i, arg in enumerate(args):
+        value = arg.value
+        if value is None or not arg.literal:
+            if i > 0 and args[i - 1].value == "-c":
+                raise Unreadable("git -c of a value computed when it runs")
+            continue
+        if value.startswith("--config-env"):
+            raise Unreadable("git --config-env takes a setting from the environment")
+        if i > 0 and args[i - 1].value == "-c":
+            _code_str(value.partition("=")[2], found, depth)
+        elif value == "config":
+            for rest in args[i + 1 :]:
+                if rest.value is not None and not rest.value.startswith("-"):
+                    _code_str(rest.value, found, depth)
+            return
+        elif not value.startswith("-") and (i == 0 or args[i - 1].value not in GIT_VALUED):
+            return  # the subcommand: its arguments are paths and revisions
 
 
 def _shell(name: str, args: list[Word], found: Findings, depth: int) -> None:
@@ -223,7 +250,12 @@ def _plain_assignment(raw: str) -> bool:
 def _code_text(word: Word, found: Findings, depth: int) -> None:
     """A literal value that reads as a command line: its programs count too. Unreadable text is left as
     data unless it holds a substitution."""
-    text = word.value
+    if word.value:
+        _code_str(word.value, found, depth)
+
+
+def _code_str(text: str, found: Findings, depth: int) -> None:
+    text = text.removeprefix("!")  # git's shell aliases and helpers (`!rm x`, GIT_CONFIG_VALUE_0='!rm x')
     if not text:
         return
     try:

@@ -106,3 +106,14 @@ def test_mcp_add_writes_the_token_to_a_private_file_and_never_prints_it(repo: Pa
     assert proc.returncode == 0, proc.stderr
     assert "sk-live-ARG" not in proc.stdout and "--api-key" in proc.stdout
     assert (repo / ".kimi" / "mcp.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_mcp_add_and_list_never_print_a_password_or_token_carried_in_the_url(repo: Path, env: dict) -> None:
+    url = "http://alice:pw-SECRET-1@127.0.0.1:9/mcp?access_token=tok-SECRET-2&v=2"
+    proc = run_kimi(["mcp", "add", "api", "--url", url, "--scope", "project"], repo, env)
+    assert proc.returncode == 0, proc.stderr
+    listing = run_kimi(["mcp", "list"], repo, env, timeout=120)
+    for out in (proc.stdout + proc.stderr, listing.stdout + listing.stderr):
+        assert "SECRET" not in out, out
+    assert "alice:[hidden]@127.0.0.1:9/mcp?access_token=[hidden]&v=2" in listing.stdout, listing.stdout
+    assert json.loads((repo / ".kimi" / "mcp.json").read_text())["mcpServers"]["api"]["url"] == url

@@ -36,7 +36,31 @@ def _redacted(entry: dict[str, object]) -> dict[str, object]:
     args = shown.get("args")
     if isinstance(args, list):
         shown["args"] = _redacted_args([str(a) for a in args])
+    if isinstance(shown.get("url"), str):
+        shown["url"] = _redacted_url(str(shown["url"]))
     return shown
+
+
+def _redacted_url(url: str) -> str:
+    """`https://user:pw@host/mcp?token=X&v=2` as `https://user:[hidden]@host/mcp?token=[hidden]&v=2`."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an invalid URL)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:[hidden]@{host}" if ":" in user else netloc
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        secret = [any(w in k.lower() for w in SECRET_WORDS) for k, _ in pairs]
+        if any(secret):
+            query = urlencode([(k, "[hidden]" if hide else v) for (k, v), hide in zip(pairs, secret, strict=True)],
+                              safe="[]")  # fmt: skip
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "auth", "bearer", "credential")
@@ -106,7 +130,8 @@ def list_command() -> None:
     manager = _start({n: s for n, s in servers.items() if s.enabled})
     try:
         for name, cfg in servers.items():
-            where = " ".join([cfg.command or "", *_redacted_args(cfg.args)]) if cfg.kind == "stdio" else cfg.url
+            where = (" ".join([cfg.command or "", *_redacted_args(cfg.args)]) if cfg.kind == "stdio"
+                     else _redacted_url(cfg.url or ""))  # fmt: skip
             if not cfg.enabled:
                 _echo(f"{name:<20} disabled  {cfg.kind:<5} {where}")
                 continue

@@ -4,6 +4,8 @@
                                            JSON-pointer $ref, boolean subschemas in anyOf; and one tool whose
                                            schema is too large to send (it must be left out, alone)
   python mcp_fixture_server.py many N      N tools (t000 ... ), each with a one-line description
+  python mcp_fixture_server.py invalid     two pages of tools, some of which MCP does not allow: no
+                                           inputSchema, a null one, a string, an array-rooted one
 
 Every call answers with its tool name and arguments, as JSON text.
 """
@@ -77,6 +79,23 @@ def many_tools(count: int) -> list[dict[str, Any]]:
     ]
 
 
+OBJECT = {"type": "object", "properties": {"text": {"type": "string"}}}
+INVALID_PAGES = [
+    [{"name": "fine", "description": "A valid tool", "inputSchema": OBJECT},
+     {"name": "bare", "description": "No inputSchema at all"},
+     {"name": "nulled", "description": "A null inputSchema", "inputSchema": None}],
+    [{"name": "listy", "description": "An array-rooted schema", "inputSchema": {"type": "array", "items": {}}},
+     {"name": "stringy", "description": "A string for a schema", "inputSchema": "object"},
+     {"name": "fine2", "description": "A valid tool on the second page", "inputSchema": OBJECT}],
+]  # fmt: skip
+
+
+def tools_page(mode: str, tools: list[dict[str, Any]], cursor: object) -> dict[str, Any]:
+    if mode != "invalid":
+        return {"tools": tools}
+    return {"tools": INVALID_PAGES[1]} if cursor == "page2" else {"tools": INVALID_PAGES[0], "nextCursor": "page2"}
+
+
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "awkward"
     tools = many_tools(int(sys.argv[2])) if mode == "many" else awkward_tools()
@@ -94,7 +113,7 @@ def main() -> None:
                 "serverInfo": {"name": f"fixture-{mode}", "version": "1.0"},
             }
         elif method == "tools/list":
-            result = {"tools": tools}
+            result = tools_page(mode, tools, params.get("cursor"))
         elif method == "tools/call":
             text = json.dumps({"tool": params.get("name"), "arguments": params.get("arguments")}, sort_keys=True)
             result = {"content": [{"type": "text", "text": text}], "isError": False}

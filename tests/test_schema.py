@@ -263,3 +263,32 @@ def test_a_session_with_awkward_schemas_works_and_drops_only_the_bad_tool(
     else:
         told = proc.stderr + proc.stdout
         assert told.count("tool 'huge' is left out") == 1 and "'odd'" in told and "bytes (limit" in told
+
+
+def test_tools_mcp_does_not_allow_are_left_out_one_by_one_and_their_server_works(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    """The SDK checks a tools/list page as a whole: one tool without an inputSchema (or a null one, or a
+    string) failed the listing and every tool of the server was lost. Each is now left out alone, with a
+    notice, across pages; the array-rooted one reaches our converter, which leaves it out too."""
+    awkward_config(repo, ("odd", ["invalid"]))
+    server.add(
+        {"tool_calls": [tool_call("mcp__odd__fine", {"text": "a"}, "f1"), tool_call("mcp__odd__fine2", {}, "f2")]},
+        {"text": "done"},
+    )  # fmt: skip
+    proc = run_kimi(["-p", "use the tools", "--output-format", "stream-json"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    names = {t["function"]["name"] for t in server.requests[-1]["tools"]}
+    assert {"mcp__odd__fine", "mcp__odd__fine2"} <= names
+    assert not names & {"mcp__odd__bare", "mcp__odd__nulled", "mcp__odd__listy", "mcp__odd__stringy"}
+    results = [json.loads(r) for r in tool_results(server, 1)]
+    assert results == [{"tool": "fine", "arguments": {"text": "a"}}, {"tool": "fine2", "arguments": {}}]
+    told = proc.stdout + proc.stderr
+    for tool in ("bare", "nulled", "stringy", "listy"):
+        assert told.count(f"tool '{tool}' is left out") == 1, told
+    assert "inputSchema" in told and "is not available" not in told
+    listing = run_kimi(["mcp", "list"], repo, env, timeout=120)
+    assert "ready, 3 tools (3 left out: not valid MCP; kimi mcp test odd)" in listing.stdout, listing.stdout
+    tested = run_kimi(["mcp", "test", "odd"], repo, env, timeout=120)
+    assert tested.returncode == 0 and "fine2" in tested.stdout, tested.stdout
+    assert "bare: left out, not valid MCP (inputSchema: Field required)" in tested.stdout, tested.stdout

@@ -137,6 +137,8 @@ def list_command() -> None:
                 continue
             state = manager.states[name]  # type: ignore[attr-defined]
             status = f"ready, {len(state.tools)} tools" if state.status == "ready" else f"failed: {state.error}"
+            if state.rejected:
+                status += f" ({len(state.rejected)} left out: not valid MCP; kimi mcp test {name})"
             _echo(f"{name:<20} {status}  ({cfg.kind}: {where})")
     finally:
         manager.close()  # type: ignore[attr-defined]
@@ -159,6 +161,8 @@ def test_command(name: Annotated[str, typer.Argument(help="The server's name.")]
         _echo(f"{name}: ready in {state.ready_after:.2f} s, {len(state.tools)} tools")
         for tool in state.tools:
             _echo(f"  {tool.name}: {(tool.description or '').splitlines()[0][:100] if tool.description else ''}")
+        for tool_name, why in state.rejected:
+            _echo(f"  {tool_name}: left out, not valid MCP ({why})")
     finally:
         manager.close()  # type: ignore[attr-defined]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.mcp.config import ServerConfig
+from kimi_cli.mcp.listing import list_tools
 
 
 @dataclass
@@ -26,6 +27,7 @@ class ServerState:
     status: str = "starting"  # starting | ready | failed | stopped
     error: str = ""
     tools: list[Any] = field(default_factory=list)  # mcp.types.Tool
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (tool name, why): not valid MCP, left out
     started: float = 0.0
     ready_after: float | None = None
     session: Any = None
@@ -92,7 +94,7 @@ class McpManager:
                 session = await stack.enter_async_context(ClientSession(read, write))
                 with anyio.fail_after(state.config.startup_timeout):
                     await session.initialize()
-                    state.tools = await _list_tools(session)
+                    state.tools, state.rejected = await list_tools(session)
                 state.session = session
                 state.status = "ready"
                 state.ready_after = time.monotonic() - state.started
@@ -220,20 +222,6 @@ def _http_transport(cfg: ServerConfig) -> Any:
 
     client = create_mcp_http_client(headers=cfg.headers or None)
     return streamable_http_client(cfg.url or "", http_client=client)
-
-
-async def _list_tools(session: Any) -> list[Any]:
-    tools: list[Any] = []
-    cursor = None
-    for _ in range(50):
-        from mcp import types
-
-        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-        tools += list(page.tools)
-        cursor = getattr(page, "next_cursor", None)
-        if not cursor:
-            break
-    return tools
 
 
 def _describe(exc: BaseException, startup_timeout: float) -> str:

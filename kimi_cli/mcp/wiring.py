@@ -59,6 +59,12 @@ def _tools_of(
     notices: list[str] = []
     for name in servers:
         state = manager.states[name]
+        notices += [
+            f"MCP server {name!r}: tool {tool!r} is left out, the server describes it in a form the MCP "
+            f"protocol does not allow ({why})"
+            for tool, why in state.rejected
+            if state.config.wants(tool)
+        ]
         for tool in state.tools:
             if state.config.wants(tool.name):
                 pairs.append((name, tool.name))

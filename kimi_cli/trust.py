@@ -49,8 +49,8 @@ WIDENING: dict[str, Any] = {
 # Files of the folder, not settings, that widen what kimi does: the scripts its hooks run, its custom commands
 # that run `!cmd` or pre-approve tools. "module:function" (folder) -> [(key, value, description)]; the values
 # go into the digest, so a changed script or command asks again.
-FILE_WIDENINGS = ("kimi_cli.hooks.pins:widenings", "kimi_cli.commands_custom.loader:widenings",
-                  "kimi_cli.mcp.host_launch:widenings")  # fmt: skip
+FILE_WIDENINGS = ("kimi_cli.hooks.pins:widenings", "kimi_cli.hooks.claude:widenings",
+                  "kimi_cli.commands_custom.loader:widenings", "kimi_cli.mcp.host_launch:widenings")  # fmt: skip
 WHAT = {
     "base_url": "send requests (and your API key) to {host} ({value})",
     "provider": "use the provider {value}",
@@ -102,8 +102,8 @@ class FolderTrust:
             return None
         names = ", ".join(w.key for w in self.asks)
         return (
-            f"{self.folder}/.kimi asks for settings that widen what kimi may do ({names}); this folder is not "
-            f"trusted, so they are ignored. Trust it with --trust or `kimi trust {self.folder}`."
+            f"{self.folder} asks (in .kimi or .claude) for settings that widen what kimi may do ({names}); this "
+            f"folder is not trusted, so they are ignored. Trust it with --trust or `kimi trust {self.folder}`."
         )
 
     def summary(self) -> list[str]:

@@ -7,6 +7,7 @@ project's hooks run only once the folder is trusted; a workspace script a hook r
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -136,3 +137,82 @@ def test_a_workspace_script_a_hook_runs_cannot_be_swapped_during_the_session(
     assert (tmp_path / "guard-ran").read_text() == "ran\n"
     assert not pwned.exists()  # the rewritten script never ran on the host
     assert "changed since the session started" in tool_results(server, 3)[-1]
+
+
+# --- hooks written for Claude Code, in its own settings files -------------------------------------------------
+
+
+def claude_settings(path: Path, hooks: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"permissions": {"allow": []}, "hooks": hooks}))
+
+
+def claude_hook(matcher: str, *args: str, timeout: int = 30) -> list:
+    command = shlex.join([PY, str(FIXTURES / "record.py"), *args])
+    return [{"matcher": matcher, "hooks": [{"type": "command", "command": command, "timeout": timeout}]}]
+
+
+def test_a_projects_claude_code_hooks_run_once_trusted_and_see_claude_codes_tool_shapes(
+    repo: Path, home: Path, env: dict, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """`.claude/settings.json` hooks are the project's: ignored (and named) until the folder is trusted, then
+    run with Claude Code's tool names and inputs: `Bash`, `Edit` with an absolute file_path, old_string."""
+    claude_settings(repo / ".claude" / "settings.json", {
+        "PreToolUse": claude_hook("Bash", "exit", "2", "no curl here") + claude_hook("Edit|Write"),
+    })  # fmt: skip
+    (repo / "app.py").write_text("x = 1\n")
+    env = {**env, "HOOK_LOG": str(tmp_path / "hook.log")}
+    server.add({"tool_calls": [tool_call("Shell", {"command": "echo untrusted-ran"}, "a")]}, {"text": "one"})
+    proc = run_kimi(["-p", "go"], repo, env, server)
+    assert proc.returncode == 0 and hook_log(tmp_path) == []
+    assert "claude.hooks" in proc.stderr and "not trusted" in proc.stderr  # told what was ignored
+    assert "untrusted-ran" in tool_results(server, 1)[-1]
+
+    trust_folder(repo, home)
+    server.add(
+        {"tool_calls": [tool_call("Shell", {"command": "echo blocked-ran", "timeout": 9}, "b")]},
+        {"tool_calls": [tool_call("StrReplaceFile", {"path": "app.py", "edit": {"old": "x = 1", "new": "x = 2"}},
+                                  "e")]},
+        {"text": "two"},
+    )  # fmt: skip
+    proc = run_kimi(["-p", "go"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert "no curl here" in tool_results(server, 3)[-1]  # exit 2 blocked the Bash call with its stderr
+    assert "blocked-ran" not in tool_results(server, 3)[-1]
+    assert (repo / "app.py").read_text() == "x = 2\n"  # the Edit hook let the edit through
+    bash, edit = hook_log(tmp_path)
+    assert bash["tool_name"] == "Bash" and bash["tool_input"] == {"command": "echo blocked-ran", "timeout": 9000}
+    assert edit["tool_name"] == "Edit" and edit["tool_input"] == {
+        "file_path": str(repo.resolve() / "app.py"),
+        "old_string": "x = 1",
+        "new_string": "x = 2",
+        "replace_all": False,
+    }
+
+    # A rewritten settings file is a new question: its hooks do not run until trusted again.
+    claude_settings(repo / ".claude" / "settings.json", {"UserPromptSubmit": claude_hook("", "print", "new-hook")})
+    server.add({"text": "three"})
+    proc = run_kimi(["-p", "go"], repo, env, server)
+    assert proc.returncode == 0 and "not trusted" in proc.stderr and len(hook_log(tmp_path)) == 2
+
+
+def test_the_users_claude_code_hooks_run_and_an_updated_input_in_claude_codes_shape_is_read_back(
+    repo: Path, home: Path, env: dict, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                     "updatedInput": {"file_path": str(repo.resolve() / "made.txt"),
+                                                      "content": "from the hook\n"}}}  # fmt: skip
+    claude_settings(home / ".claude" / "settings.json", {
+        "PreToolUse": claude_hook("Write", "json", json.dumps(answer)),
+        "Stop": [{"hooks": [{"type": "prompt", "prompt": "asks a model: not run here"}]}],
+    })  # fmt: skip
+    env = {**env, "HOOK_LOG": str(tmp_path / "hook.log")}
+    server.add(
+        {"tool_calls": [tool_call("WriteFile", {"path": "asked.txt", "content": "from the model\n"}, "w")]},
+        {"text": "ok"},
+    )
+    proc = run_kimi(["-p", "go"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "made.txt").read_text() == "from the hook\n" and not (repo / "asked.txt").exists()
+    [event] = hook_log(tmp_path)
+    assert event["tool_name"] == "Write" and event["tool_input"]["file_path"] == str(repo.resolve() / "asked.txt")

@@ -1,4 +1,6 @@
-"""Hook configuration: `[[hooks.EVENT]]` tables in ~/.kimi/config.toml and (trusted folders only) .kimi/config.toml.
+"""Hook configuration: `[[hooks.EVENT]]` tables in ~/.kimi/config.toml and (trusted folders only)
+.kimi/config.toml, then Claude Code's settings files (kimi_cli.hooks.claude): the user's, and the project's
+in a trusted folder.
 
     [[hooks.PreToolUse]]
     matcher = "Shell"            # tool-name pattern; omitted = every tool
@@ -91,6 +93,7 @@ class Hook:
     on_failure: str
     source: str
     index: int  # its place among the event's hooks: results are applied in config order
+    dialect: str = "kimi"  # "claude": from Claude Code's settings, sees its tool names and inputs (hooks.claude)
 
     def matches(self, tool_name: str | None) -> bool:
         """Every hook of a non-tool event runs; a tool event's hook runs when its matcher names the tool."""
@@ -153,10 +156,13 @@ def _table(path: Path) -> object:
 def load_hooks(workdir: Path) -> list[Hook]:
     """The user's hooks, then the project's when the folder is trusted (kimi_cli.trust)."""
     from kimi_cli import trust
+    from kimi_cli.hooks import claude
     from kimi_cli.paths import config_files
 
     user_file, project_file = config_files(workdir)
-    hooks = hooks_from(_table(user_file), "user")
-    if project_file.is_file() and not trust.is_users_own(workdir) and trust.is_trusted(workdir):
-        hooks += hooks_from(_table(project_file), "project")
+    hooks = hooks_from(_table(user_file), "user") + claude.user_hooks()
+    if not trust.is_users_own(workdir) and trust.is_trusted(workdir):
+        if project_file.is_file():
+            hooks += hooks_from(_table(project_file), "project")
+        hooks += claude.project_hooks(workdir)
     return hooks

@@ -65,10 +65,12 @@ def changed(pins: dict[str, str], workdir: Path) -> list[str]:
 
 
 def widenings(folder: Path) -> list[tuple[str, object, str]]:
-    """For kimi_cli.trust: the scripts the project's own hooks name, with their digests (key, value, words)."""
+    """For kimi_cli.trust: the scripts the project's own hooks name (.kimi and .claude), with their digests
+    (key, value, words)."""
+    from kimi_cli.hooks.claude import project_hooks
     from kimi_cli.hooks.config import _table, hooks_from
 
-    hooks = hooks_from(_table(folder / ".kimi" / "config.toml"), "project")
+    hooks = hooks_from(_table(folder / ".kimi" / "config.toml"), "project") + project_hooks(folder)
     scripts: dict[str, str] = {}
     for hook in hooks:
         scripts.update(pin(hook.command, folder))

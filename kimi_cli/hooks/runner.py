@@ -50,6 +50,10 @@ class HookRun:
         return f"exit code {self.exit_code}" + (f": {detail}" if detail else "")
 
 
+def _encode(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", errors="surrogateescape")
+
+
 def _cap(data: bytes) -> str:
     text = data[:OUTPUT_CAP].decode("utf-8", errors="replace")
     return text + ("\n[... output cut]" if len(data) > OUTPUT_CAP else "")
@@ -120,7 +124,11 @@ class HookRunner:
         return env
 
     def _spawns(self, hooks: list[Hook], payload: dict[str, Any]) -> tuple[list[_Spawn], dict[Hook, HookRun]]:
-        stdin = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", errors="surrogateescape")
+        stdin = {"kimi": _encode(payload)}
+        if any(hook.dialect == "claude" for hook in hooks):
+            from kimi_cli.hooks.claude import claude_event
+
+            stdin["claude"] = _encode(claude_event(payload, self.workdir))
         env = self._env()
         refused: dict[Hook, HookRun] = {}
         spawns = []
@@ -130,7 +138,7 @@ class HookRunner:
                 why = f"not run: {', '.join(changed)} changed since the session started (a hook runs on the host)"
                 refused[hook] = HookRun(hook, None, error=why, tampered=True)
             else:
-                spawns.append(_Spawn(hook, stdin, self.workdir, env))
+                spawns.append(_Spawn(hook, stdin[hook.dialect], self.workdir, env))
         return spawns, refused
 
     async def run(self, hooks: list[Hook], payload: dict[str, Any]) -> list[HookRun]:

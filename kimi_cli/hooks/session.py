@@ -73,7 +73,12 @@ class HookSession:
         return verdict
 
     async def pre_tool(self, name: str, tool_input: Any, call_id: str) -> HookVerdict:
-        return await self._fire("PreToolUse", name, tool_name=name, tool_input=tool_input, tool_use_id=call_id)
+        verdict = await self._fire("PreToolUse", name, tool_name=name, tool_input=tool_input, tool_use_id=call_id)
+        if verdict.updated_input is not None and verdict.updated_by == "claude":
+            from kimi_cli.hooks.claude import kimi_input
+
+            verdict.updated_input = kimi_input(name, verdict.updated_input, self.runner.workdir)
+        return verdict
 
     async def post_tool(self, name: str, tool_input: Any, call_id: str, response: dict[str, Any]) -> HookVerdict:
         return await self._fire("PostToolUse", name, tool_name=name, tool_input=tool_input, tool_use_id=call_id,

@@ -32,6 +32,7 @@ class HookVerdict:
     permission: str | None = None  # PreToolUse: allow | deny | ask
     permission_reasons: list[str] = field(default_factory=list)
     updated_input: dict[str, Any] | None = None
+    updated_by: str = "kimi"  # the dialect of the hook whose updatedInput won (hooks.claude reads it back)
     stop: bool = False  # `continue: false`: end the turn
     stop_reason: str = ""
     messages: list[str] = field(default_factory=list)  # for the user: errors, systemMessage
@@ -86,10 +87,10 @@ def _read_one(event: str, run: HookRun, verdict: HookVerdict) -> None:
         if event in PLAIN_STDOUT_IS_CONTEXT and run.stdout.strip():
             verdict.context.append(run.stdout.strip())
         return
-    _read_json(event, answer, verdict)
+    _read_json(event, answer, verdict, run.hook.dialect)
 
 
-def _read_json(event: str, answer: dict[str, Any], verdict: HookVerdict) -> None:
+def _read_json(event: str, answer: dict[str, Any], verdict: HookVerdict, dialect: str = "kimi") -> None:
     if answer.get("continue") is False:
         verdict.stop = True
         verdict.stop_reason = verdict.stop_reason or str(answer.get("stopReason") or "a hook ended the turn")
@@ -110,7 +111,7 @@ def _read_json(event: str, answer: dict[str, Any], verdict: HookVerdict) -> None
         if wanted in PERMISSION_RANK:
             _permission(verdict, str(wanted), str(specific.get("permissionDecisionReason") or ""))
         if isinstance(specific.get("updatedInput"), dict):
-            verdict.updated_input = specific["updatedInput"]
+            verdict.updated_input, verdict.updated_by = specific["updatedInput"], dialect
     extra = specific.get("additionalContext")
     if isinstance(extra, str) and extra.strip():
         verdict.context.append(extra.strip())

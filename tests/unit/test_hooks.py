@@ -256,3 +256,35 @@ def test_session_start_fires_again_after_compaction_and_its_context_follows_the_
     final = provider.requests[-1].messages
     assert [m["role"] for m in final] == ["system", "user", "user"]
     assert final[2]["content"] == "[hook context] remember: run make lint"
+
+
+def test_claude_code_shapes_round_trip_for_the_tools_it_shares_with_kimi(tmp_path: Path) -> None:
+    """What a Claude Code hook is shown, and an updatedInput it sends back unchanged, is the call kimi made."""
+    from kimi_cli.hooks.claude import claude_event, hooks_in, kimi_input
+
+    calls_made = [
+        ("Shell", {"command": "pytest -q", "timeout": 30, "background": True}, "Bash"),
+        ("WriteFile", {"path": "src/a.py", "content": "x = 1\n"}, "Write"),
+        ("ReadFile", {"path": "src/a.py", "line_offset": 3, "n_lines": 20}, "Read"),
+        ("StrReplaceFile", {"path": "a.py", "edit": {"old": "a", "new": "b", "replace_all": False}}, "Edit"),
+        ("StrReplaceFile", {"path": "a.py", "edits": [{"old": "a", "new": "b", "replace_all": True}]}, "MultiEdit"),
+        ("Grep", {"pattern": "def "}, "Grep"),
+        ("mcp__srv__tool", {"q": 1}, "mcp__srv__tool"),
+    ]
+    for name, args, claude_name in calls_made:
+        shown = claude_event({"hook_event_name": "PreToolUse", "tool_name": name, "tool_input": args}, tmp_path)
+        assert shown["tool_name"] == claude_name
+        if "path" in args:
+            assert shown["tool_input"]["file_path"] == str(tmp_path / args["path"])
+        assert kimi_input(name, shown["tool_input"], tmp_path) == args, name
+    other = {"hook_event_name": "Stop", "stop_hook_active": False}
+    assert claude_event(other, tmp_path) == other
+    table = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard", "timeout": 5},
+                                                          {"type": "prompt", "prompt": "x"}]}, "junk"],
+             "NotAnEvent": [{"hooks": [{"type": "command", "command": "x"}]}],
+             "Stop": [{"hooks": [{"command": "on-stop"}, {"type": "command", "command": ""}]}]}  # fmt: skip
+    found = hooks_in(table, "user")
+    assert [(h.event, h.matcher, h.command, h.timeout, h.dialect) for h in found] == [
+        ("PreToolUse", "Bash", "guard", 5.0, "claude"),
+        ("Stop", None, "on-stop", 60.0, "claude"),
+    ]

@@ -17,7 +17,9 @@ def ask_folder_trust(state: FolderTrust) -> bool:
     console = Console(highlight=False)
     lines = [f"• {visible(line, one_line=True)}" for line in state.summary()]
     body = Text(
-        f"{visible(str(state.folder), one_line=True)}/.kimi asks kimi to:\n" + "\n".join(lines) + "\n\n"
+        f"{visible(str(state.folder), one_line=True)} (its .kimi or .claude files) asks kimi to:\n"
+        + "\n".join(lines)
+        + "\n\n"
         "Trust this folder only if you trust whoever wrote these files (a cloned repository may ship them). "
         "Without trust they are ignored; everything else works."
     )

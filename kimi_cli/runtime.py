@@ -228,7 +228,7 @@ class Runtime:
             from kimi_cli.subagent_runner import SubagentRunner
             from kimi_cli.tools.subagent import AgentTool
 
-            runner = SubagentRunner(self._subagent_factory(list(builtin)), emit)
+            runner = SubagentRunner(self._subagent_factory(list(builtin), deferred), emit)
             builtin.append(AgentTool(runner.spawn, runner.kind_facts()))
         registry = default_tools(builtin + deferred.search_tool(), grep_timeout=self.config.grep_timeout)
         agent = Agent(
@@ -281,7 +281,7 @@ class Runtime:
     def _defer_mcp(self, builtin: list[Any], notices: list[str]) -> DeferredTools:
         """When built-ins and every MCP tool would not fit the model's tool limit, the MCP tools leave
         `builtin` for a pool that SearchTools searches (kimi_cli.mcp.deferred). Built-ins always stay;
-        subagents then get no MCP tools."""
+        each subagent then gets its own SearchTools over the deferred tools its kind allows."""
         from kimi_cli.mcp.deferred import defer_over_limit
         from kimi_cli.mcp.tool import McpTool
 
@@ -319,10 +319,16 @@ class Runtime:
         found = lookup(model or self.endpoint.model, self.endpoint.provider, _overrides(self.config))
         return found if model else with_context(found, self.context_length)
 
-    def _subagent_factory(self, session_tools: list[Tool[Any]]) -> SubagentFactory:
+    def _subagent_factory(self, session_tools: list[Tool[Any]], deferred: DeferredTools) -> SubagentFactory:
         """What the subagent runner needs from this session, and nothing more (no Runtime: no import cycle)."""
         from kimi_cli.agent.subagents import SUB_BUDGET_SHARE
         from kimi_cli.subagent_runner import SubagentFactory
+
+        everything_deferred = dict(deferred.pool)  # those that later join the session's block stay deferred here
+
+        def deferred_tools() -> tuple[list[Tool[Any]], int]:
+            everything_deferred.update(deferred.pool)  # and servers that became ready later, past the limit
+            return list(everything_deferred.values()), deferred.max_tools
 
         def tools() -> list[Tool[Any]]:
             return list(default_tools(session_tools, grep_timeout=self.config.grep_timeout).tools)
@@ -346,7 +352,7 @@ class Runtime:
             return SessionGate(hooks=self.hooks, subagent=True)
 
         return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens,
-                               gate, {"read_roots": self.read_roots()})  # fmt: skip
+                               gate, {"read_roots": self.read_roots()}, deferred_tools)  # fmt: skip
 
     def switch_session(self, choice: SessionChoice) -> None:
         """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""

@@ -42,6 +42,9 @@ class SubagentFactory:
     max_output_tokens: int | None = None
     gate: Callable[[], SessionGate] | None = None  # the session's hooks for the subagent's calls and its stop
     services: dict[str, Any] = field(default_factory=dict)  # tool services the session shares (skill folders)
+    # The session's deferred MCP tools (over the model's tool limit) and that limit: a subagent gets its own
+    # SearchTools over those its kind allows (kimi_cli.mcp.deferred).
+    deferred: Callable[[], tuple[list[Tool[Any]], int]] | None = None
 
 
 class SubagentRunner:
@@ -59,12 +62,23 @@ class SubagentRunner:
     async def spawn(self, task: str, kind_name: str, files: list[str]) -> tuple[str, dict[str, Any]]:
         kind = self.kinds[kind_name]
         tools = [t for t in self.factory.tools() if kind.allows(t)]
+        pool, limit = self.factory.deferred() if self.factory.deferred is not None else ([], 0)
+        pool = [t for t in pool if kind.allows(t) and t.name not in {have.name for have in tools}]
+        deferred = None
+        if pool:
+            from kimi_cli.mcp.deferred import DeferredTools
+
+            deferred = DeferredTools(pool, limit)
+            tools += deferred.search_tool()
+        registry = ToolRegistry(tools)
+        if deferred is not None:
+            deferred.attach(registry)  # found or named tools join the end of the subagent's own block
         run_id = next_run_id()
         recorder = NestedRecorder(self.factory.log, run_id)
         user = task + (f"\n\nStart from these files: {', '.join(files)}" if files else "")
         agent = Agent(
             provider=self.factory.provider(run_id),
-            registry=ToolRegistry(tools),
+            registry=registry,
             ctx=ToolContext(
                 workspace=Workspace(self.factory.workdir), services={**self.factory.services, "file_locks": self.locks}
             ),

@@ -121,3 +121,48 @@ def test_a_report_says_when_the_subagent_stopped_early_and_is_capped() -> None:
     assert final_report("", "done", "") == "(the subagent gave no report)"
     assert final_report("half", "max_steps", "limit").endswith("[the subagent stopped early: max_steps: limit]")
     assert final_report("x" * (REPORT_CAP + 10), "done", "").endswith("[report cut]")
+
+
+def test_a_subagent_searches_the_sessions_deferred_mcp_tools_its_kind_allows(repo: Path) -> None:
+    """Over the tool limit the session's MCP tools wait behind SearchTools; a subagent gets its own SearchTools
+    over those its kind may use (an explore subagent never sees a tool that writes), and what it finds or
+    calls by name joins the end of its own block."""
+    from pydantic import BaseModel
+
+    from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
+
+    class NoArgs(BaseModel):
+        pass
+
+    def mcp_tool(name: str, description: str, facts: ToolFacts) -> Tool[Any]:
+        class Made(Tool[NoArgs]):
+            Params = NoArgs
+
+            async def run(self, params: NoArgs, ctx: ToolContext) -> ToolResult:
+                return ToolResult(f"ran {self.name}")
+
+        made = Made()
+        made.name, made.description, made.facts = name, description, facts  # type: ignore[misc]
+        return made
+
+    pool = [mcp_tool("mcp__bill__get_invoice", "Read one invoice", READS),
+            mcp_tool("mcp__bill__void_invoice", "Void an invoice", ToolFacts(writes=True)),
+            mcp_tool("mcp__bill__list_refunds", "List refunds", READS)]  # fmt: skip
+    sub = FakeProvider(
+        calls(("SearchTools", {"query": "invoice"})),
+        calls(("mcp__bill__get_invoice", {}), ("mcp__bill__list_refunds", {})),
+        text("invoice 7 is paid"),
+    )
+    factory = factory_for(repo, {"look": sub}, SessionLog())
+    factory.deferred = lambda: (pool, 128)
+    runner = SubagentRunner(factory, lambda e: None)
+    report, _ = asyncio.run(runner.spawn("check invoice 7", "explore", []))
+    assert report == "invoice 7 is paid"
+    first, second, third = sub.requests
+    assert first.tools[-1] == "SearchTools" and not any(n.startswith("mcp__") for n in first.tools)
+    found = second.messages[-1]["content"]
+    assert "mcp__bill__get_invoice" in found and "void_invoice" not in found  # explore: no tool that writes
+    assert second.tools[: len(first.tools)] == first.tools and second.tools[-1] == "mcp__bill__get_invoice"
+    results = [m["content"] for m in third.messages if m["role"] == "tool"][-2:]
+    assert results == ["ran mcp__bill__get_invoice", "ran mcp__bill__list_refunds"]  # called by its full name
+    assert third.tools[-2:] == ["mcp__bill__get_invoice", "mcp__bill__list_refunds"]

@@ -117,3 +117,19 @@ def test_client_mcp_servers_start_and_leave_no_file_with_their_secrets(
     leftovers = [p for p in [*tmp.rglob("*"), *Path("/tmp").glob("kimi-acp-mcp-*")] if p.is_file()]
     assert not any(secret in p.read_text(errors="replace") for p in leftovers if p.stat().st_size < 1_000_000)
     assert not list(Path("/tmp").glob("kimi-acp-mcp-*"))
+
+
+def test_the_notification_hook_fires_when_the_editor_is_asked(
+    repo: Path, env: dict, server: ScriptedModelServer, home: Path, tmp_path: Path
+) -> None:
+    import json
+
+    record = Path(__file__).resolve().parent / "fixtures" / "hooks" / "record.py"
+    user_config(home, f'[approval]\npolicy = "ask"\n\n[[hooks.Notification]]\ncommand = "{sys.executable} {record}"\n')
+    server.add({"tool_calls": [tool_call("Shell", {"command": "touch asked.txt"}, "n1")]}, {"text": "ok"})
+    client = RecordingClient("reject")
+    log = tmp_path / "hook.log"
+    assert run(repo, {**env, "HOOK_LOG": str(log)}, server, client, simple_flow(repo)).stop_reason == "end_turn"
+    assert len(client.permissions) == 1
+    [event] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert event["hook_event_name"] == "Notification" and "touch asked.txt" in event["message"]

@@ -135,7 +135,7 @@ class KimiAcpAgent:
         holder: dict[str, AcpSession] = {}
         cfg = runtime.config  # the terminal's policy: network included
         approver = make_approver(self.conn, runtime.session.id, cfg.approval.policy, cfg.approval.allow,
-                                 cfg.approval.deny, network=cfg.sandbox.allow_network)  # fmt: skip
+                                 cfg.approval.deny, network=cfg.sandbox.allow_network, hooks=runtime.hooks)  # fmt: skip
         agent, _provider = await asyncio.to_thread(
             runtime.make_agent, lambda e: holder["s"].emit(e) if "s" in holder else None, approver
         )

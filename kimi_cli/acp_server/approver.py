@@ -12,10 +12,11 @@ MODES = {"ask": "ask", "auto": "auto", "yolo": "auto"}
 class AcpAsk:
     """Asks the client: allow once, allow always (the terminal's prefix rules), or reject."""
 
-    def __init__(self, conn: Any, session_id: str) -> None:
+    def __init__(self, conn: Any, session_id: str, hooks: Any = None) -> None:
         self.conn = conn
         self.session_id = session_id
         self.count = 0
+        self.hooks = hooks  # the session's HookSession: Notification fires as the editor is asked
 
     async def __call__(self, command: str, prefix: str) -> str:
         from acp.schema import PermissionOption, ToolCallUpdate
@@ -23,6 +24,8 @@ class AcpAsk:
         from kimi_cli.ui.sanitize import visible
 
         self.count += 1
+        if self.hooks is not None and self.hooks.has("Notification"):
+            await self.hooks.notification(f"kimi needs your permission: {command[:300]}")
         options = [PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once")]
         if prefix:  # "" : not one plain command (or it holds control characters): no `always` for it
             options.append(PermissionOption(option_id="allow_always", name=f"Always allow `{visible(prefix)}`",
@@ -42,10 +45,12 @@ class AcpAsk:
 
 
 def make_approver(
-    conn: Any, session_id: str, policy: str, allow: list[str], deny: list[str], network: bool = False
+    conn: Any, session_id: str, policy: str, allow: list[str], deny: list[str], network: bool = False, hooks: Any = None
 ) -> InteractiveApprover:
-    """The terminal's approver with the editor as the one who answers: same rules, same network policy."""
-    return InteractiveApprover(policy, ApprovalRules(list(allow), list(deny)), AcpAsk(conn, session_id), network)
+    """The terminal's approver with the editor as the one who answers: same rules, same network policy, and
+    the Notification hooks fire as the editor is asked."""
+    ask = AcpAsk(conn, session_id, hooks)
+    return InteractiveApprover(policy, ApprovalRules(list(allow), list(deny)), ask, network)
 
 
 def set_mode(approver: InteractiveApprover, mode: str) -> None:

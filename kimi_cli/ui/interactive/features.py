@@ -133,9 +133,11 @@ class SessionFeatures:
         runtime = self.app.runtime
         lines = runtime.hooks.listing() if runtime.hooks is not None else []
         if not lines:
-            lines = ["no hooks: add [[hooks.EVENT]] tables to ~/.kimi/config.toml (or .kimi/config.toml)"]
+            lines = ["no hooks: add [[hooks.EVENT]] tables to ~/.kimi/config.toml (or .kimi/config.toml); "
+                     "Claude Code's settings.json hooks are read too"]  # fmt: skip
         trust = runtime.folder_trust
-        if trust is not None and not trust.applies and any(w.key.startswith("hooks") for w in trust.asks):
+        if trust is not None and not trust.applies and any(w.key.startswith(("hooks", "claude.hooks"))
+                                                           for w in trust.asks):  # fmt: skip
             lines.append("this folder's own hooks are ignored: it is not trusted (kimi trust)")
         self.console.print(visible_text("\n".join(lines)))
 

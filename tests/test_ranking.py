@@ -232,3 +232,48 @@ def test_a_file_name_that_many_files_share_names_none_of_them() -> None:
     assert named == ["packages/p3/package.json"]  # a path names its file
     two = ["package.json", "docs/package.json", "src/cli.ts"]
     assert task_mentions("bump the version in package.json", two)[0] == ["docs/package.json", "package.json"]
+
+
+GO_MODULE_TREE = {
+    "go.mod": "module github.com/acme/app\n\ngo 1.22\n",
+    "cmd/server/main.go": (
+        'package main\n\nimport (\n\t"fmt"\n\tapi "github.com/acme/app/api"\n\t"github.com/other/lib"\n)\n\n'
+        "func main() { fmt.Println(api.Start(), lib.X) }\n"
+    ),
+    "api/server.go": (
+        'package api\n\nimport "github.com/acme/app/internal/store"\n\nfunc Start() int { return store.Open() }\n'
+    ),
+    "api/routes.go": "package api\n\nfunc routes() {}\n",
+    "api/server_test.go": "package api\n",
+    "internal/store/db.go": "package store\n\nfunc Open() int { return 1 }\n",
+    "tools/gen/go.mod": "module github.com/acme/app/tools/gen\n",
+    "tools/gen/gen.go": 'package gen\n\nimport "github.com/acme/app/tools/gen/tmpl"\n\nfunc Generate() {}\n',
+    "tools/gen/tmpl/t.go": "package tmpl\n",
+}
+
+
+def test_go_imports_resolve_to_the_packages_files_under_each_go_mod() -> None:
+    from kimi_cli.context.imports import Resolver, import_specs
+
+    manifests = {p: t for p, t in GO_MODULE_TREE.items() if p.endswith("go.mod")}
+    resolver = Resolver(GO_MODULE_TREE, manifests)
+    main = "cmd/server/main.go"
+    specs = import_specs("go", GO_MODULE_TREE[main])
+    assert specs == ("fmt", "github.com/acme/app/api", "github.com/other/lib")
+    # a package is its non-test files, sharing the import's weight; the standard library and others resolve to none
+    assert resolver.resolve_all(main, "go", specs) == [("api/routes.go", 0.5), ("api/server.go", 0.5)]
+    assert resolver.resolve_all("api/server.go", "go", ("github.com/acme/app/internal/store",)) == [
+        ("internal/store/db.go", 1.0)
+    ]
+    # a nested module owns its own paths (the longest module path wins)
+    gen = import_specs("go", GO_MODULE_TREE["tools/gen/gen.go"])
+    assert resolver.resolve_all("tools/gen/gen.go", "go", gen) == [("tools/gen/tmpl/t.go", 1.0)]
+
+
+def test_a_go_file_reached_only_through_imports_follows_the_best_hit(tmp_path: Path) -> None:
+    write_tree(tmp_path, GO_MODULE_TREE)
+    order, why = rank_repository(tmp_path, "the server binary crashes at startup in main")
+    # routes.go shares no word with the task and no name with main.go: only the package import links it
+    assert order.index("api/routes.go") < order.index("tools/gen/tmpl/t.go")
+    assert why["api/routes.go"].startswith("relevant to the task"), why["api/routes.go"]
+    assert not why["tools/gen/tmpl/t.go"].startswith("relevant to the task")

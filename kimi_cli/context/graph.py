@@ -45,9 +45,9 @@ def reference_graph(
                 if owner != path:
                     row[owner] += 1.0 / len(owners)
         if resolver is not None and facts[path].imports:
-            for target in resolver.resolve_all(path, facts[path].lang, facts[path].imports):
+            for target, share in resolver.resolve_all(path, facts[path].lang, facts[path].imports):
                 if target != path and target in node_set:
-                    row[target] += IMPORT_WEIGHT
+                    row[target] += IMPORT_WEIGHT * share
         edges[path] = dict(row)
     return edges
 

@@ -1,8 +1,9 @@
 """Which file of the repository an import names: JS/TS (relative paths, `index` files, workspace packages
-through their package.json `exports`/`module`/`main`, and `dist/` -> `src/`) and Python (dotted modules
-and relative imports). An edge from an importer to the file it imports is exact where a shared name is
-only a guess, and in a JS monorepo (hundreds of files defining `render`, `options`, `config`) shared
-names say little. Nothing here reads files: specifiers come from the scan, package.json from its text.
+through their package.json `exports`/`module`/`main`, and `dist/` -> `src/`), Python (dotted modules
+and relative imports) and Go (a package path under a go.mod's `module`: the package's files, sharing the
+import). An edge from an importer to the file it imports is exact where a shared name is only a guess,
+and in a JS monorepo (hundreds of files defining `render`, `options`, `config`) shared names say little.
+Nothing here reads files: specifiers come from the scan, package.json and go.mod from their text.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ PY_IMPORT = re.compile(  # searched with a newline in front: `\n` rather than `^
 JS_EXTS = (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".d.ts", ".astro", ".svelte", ".vue")
 BUILT_DIRS = ("dist/", "lib/", "build/", "esm/", "cjs/", "out/")
 MAX_IMPORTS = 200  # per file: a generated barrel of thousands says nothing more
+GO_BLOCK = re.compile(r"\nimport[ \t]*\(([^)]*)\)")
+GO_SINGLE = re.compile(r"\nimport[ \t]+(?:[\w.]+[ \t]+)?\"([^\"\n]{1,300})\"")
+GO_SPEC = re.compile(r"\"([^\"\n]{1,300})\"")
+GO_MODULE = re.compile(r"^[ \t]*module[ \t]+\"?([^\s\"]+)\"?", re.MULTILINE)
+MANIFESTS = ("package.json", "go.mod")  # texts the scan keeps for this resolver
 
 
 def import_specs(lang: str | None, text: str) -> tuple[str, ...]:
@@ -37,6 +43,10 @@ def import_specs(lang: str | None, text: str) -> tuple[str, ...]:
                 found += [f"{base}{dot}{n.split()[0]}" for n in names.split(",") if n.strip()]
                 found.append(base)
         return tuple(dict.fromkeys(found))[:MAX_IMPORTS]
+    if lang == "go":
+        head = "\n" + text[: text.find("\nfunc ")] if "\nfunc " in text else "\n" + text  # imports come first
+        specs = [m for block in GO_BLOCK.findall(head) for m in GO_SPEC.findall(block)] + GO_SINGLE.findall(head)
+        return tuple(dict.fromkeys(specs))[:MAX_IMPORTS]
     return ()
 
 
@@ -44,24 +54,54 @@ class Resolver:
     """Maps import specifiers to repository paths. Built once per pack from the list of paths and the text
     of each package.json (small files, read during the scan)."""
 
-    def __init__(self, paths: Iterable[str], package_json: dict[str, str]) -> None:
+    def __init__(self, paths: Iterable[str], manifests: dict[str, str]) -> None:
         self.paths = set(paths)
         self.packages: dict[str, tuple[str, dict[str, object]]] = {}  # name -> (folder, manifest)
-        for path, text in sorted(package_json.items()):
+        self.go_modules: list[tuple[str, str]] = []  # (module path, its folder), longest module first
+        for path, text in sorted(manifests.items()):
+            if path.rsplit("/", 1)[-1] == "go.mod":
+                if found := GO_MODULE.search(text):
+                    self.go_modules.append((found.group(1), posixpath.dirname(path)))
+                continue
             try:
                 manifest = json.loads(text)
             except ValueError:
                 continue
             if isinstance(manifest, dict) and isinstance(manifest.get("name"), str):
                 self.packages.setdefault(manifest["name"], (posixpath.dirname(path), manifest))
+        self.go_modules.sort(key=lambda item: -len(item[0]))
         self._modules: dict[str, list[str]] | None = None
+        self._go_dirs: dict[str, list[str]] | None = None
         self._memo: dict[tuple[str, str | None, str], str | None] = {}
 
-    def resolve_all(self, importer: str, lang: str | None, specs: tuple[str, ...]) -> list[str]:
-        """The repository files `importer` imports (those of `specs` that resolve)."""
+    def resolve_all(self, importer: str, lang: str | None, specs: tuple[str, ...]) -> list[tuple[str, float]]:
+        """The repository files `importer` imports, each with its share of the import: 1 for a file, split
+        among a Go package's files."""
+        if lang == "go":
+            return [(f, 1.0 / len(files)) for spec in specs if (files := self.go_package(spec)) for f in files]
         folder = posixpath.dirname(importer)
         found = (self.resolve(importer, lang, spec, folder) for spec in specs)
-        return [target for target in found if target is not None]
+        return [(target, 1.0) for target in found if target is not None]
+
+    # --- Go -------------------------------------------------------------------------------------------
+
+    def go_package(self, spec: str) -> list[str]:
+        """The non-test .go files of the package `spec` names, when a go.mod of the repository owns it."""
+        for module, folder in self.go_modules:
+            if spec == module or spec.startswith(module + "/"):
+                rest = spec[len(module) + 1 :]
+                target = posixpath.normpath(posixpath.join(folder, rest)) if rest else (folder or ".")
+                return self._go_index().get("" if target == "." else target, [])
+        return []
+
+    def _go_index(self) -> dict[str, list[str]]:
+        if self._go_dirs is None:
+            index: dict[str, list[str]] = defaultdict(list)
+            for path in sorted(self.paths):
+                if path.endswith(".go") and not path.endswith("_test.go"):
+                    index[posixpath.dirname(path)].append(path)
+            self._go_dirs = dict(index)
+        return self._go_dirs
 
     def resolve(self, importer: str, lang: str | None, spec: str, folder: str | None = None) -> str | None:
         """The file `spec` names when `importer` imports it, or None (not in the repository)."""

@@ -17,12 +17,11 @@ from typing import Any
 
 from kimi_cli.context.enumerate import read_record
 from kimi_cli.context.generated import generated_reason
-from kimi_cli.context.imports import import_specs
+from kimi_cli.context.imports import MANIFESTS, import_specs
 from kimi_cli.context.languages import language_for
 from kimi_cli.context.tags import IDENTIFIER, cheap_definitions
 
 PARALLEL_MIN_BYTES = 8_000_000  # below this, forking workers costs more than it saves
-MANIFEST = "package.json"
 
 
 def is_test_path(path: str) -> bool:
@@ -51,7 +50,7 @@ class Scan:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # task term -> path -> occurrences
     lengths: dict[str, int] = field(default_factory=dict)  # non-demoted path -> length in ~words
     held: dict[str, str] = field(default_factory=dict)  # texts, only while everything might fit
-    manifests: dict[str, str] = field(default_factory=dict)  # package.json texts, for import resolution
+    manifests: dict[str, str] = field(default_factory=dict)  # package.json and go.mod texts, for imports
     terms: dict[str, float] = field(default_factory=dict)
 
     def lexical(self) -> dict[str, float]:
@@ -63,7 +62,7 @@ class Scan:
 def summarise(
     path: str, size: int, text: str, terms: dict[str, float], named: frozenset[str]
 ) -> tuple[FileFacts, dict[str, int], str | None]:
-    """Facts, task term counts and (for a package.json) the text worth keeping, for one file."""
+    """Facts, task term counts and (for a package.json or go.mod) the text worth keeping, for one file."""
     demoted = "" if path in named else (generated_reason(path, text) or "")
     if demoted:
         return FileFacts(path, size, len(text), demoted=demoted), {}, None
@@ -72,7 +71,7 @@ def summarise(
     if terms:
         lowered = text.lower()
         counts = {t: n for t in terms if (n := lowered.count(t))}
-    return facts, counts, (text if path.rsplit("/", 1)[-1] == MANIFEST else None)
+    return facts, counts, (text if path.rsplit("/", 1)[-1] in MANIFESTS else None)
 
 
 def node_facts(path: str, lang: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

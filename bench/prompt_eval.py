@@ -9,7 +9,7 @@ Each task is built in a fresh temporary git repository, its test is checked to f
 `kimi -p` process works on it (a private HOME, the endpoint from the flags, the key from the named
 environment variable). A task passes when its tests pass afterwards and the test files are unchanged (a
 weakened test is a failure). The shipped prompt is the variant "default"; `--prompt-variant FILE` adds a
-variant whose instructions replace kimi_cli/agent/prompts/system.md (through KIMI_SYSTEM_PROMPT).
+variant whose instructions replace kimi_cli/instructions/system.md (through KIMI_SYSTEM_PROMPT).
 `--scripted` plays each task's known fix through tests/scripted_server.py: it tests this harness, not a model.
 """
 

@@ -114,7 +114,7 @@ class Runtime:
 
         info = lookup(endpoint.model, endpoint.provider, _overrides(config))
         window, window_source = resolve_context_length(endpoint, config.context_length, info)
-        from kimi_cli.agent.prompt import session_environment
+        from kimi_cli.instructions.prompt import session_environment
         from kimi_cli.skills.loader import skills_slot
 
         skills, slot = skills_slot(workdir)  # read once: the skills section stays the same for the whole session

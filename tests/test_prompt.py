@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from kimi_cli.agent.prefix import AGENTS_MD_HEADER, PrefixBuilder
-from kimi_cli.agent.prompt import SECTIONS, VARIANT_ENV, Environment, session_environment, system_prompt
 from kimi_cli.agent.subagents import builtin_kinds
 from kimi_cli.commands.prompt import session_tools
 from kimi_cli.config import load_config
 from kimi_cli.context.agents_md import NESTED_NOTE, NestedInstructions, load_agents_md
 from kimi_cli.context.session_context import SESSION_PACK_INTRO, TASK_PACK_INTRO
+from kimi_cli.instructions.prompt import SECTIONS, VARIANT_ENV, Environment, session_environment, system_prompt
 
 from conftest import git, run_kimi, tool_call
 from scripted_server import ScriptedModelServer

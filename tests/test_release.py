@@ -59,8 +59,8 @@ def test_the_wheel_holds_every_package_of_the_source_tree(release: tuple[Path, P
     in_wheel = {n.rsplit("/", 1)[0] for n in names if n.endswith("/__init__.py")}
     assert source_packages() - in_wheel == set()
     assert "kimi_cli/engine/gpu_check.sh" in names
-    prompts = sorted(p.name for p in (ROOT / "kimi_cli" / "agent" / "prompts").glob("*.md"))
-    assert prompts and all(f"kimi_cli/agent/prompts/{name}" in names for name in prompts)  # the system prompt
+    prompts = sorted(p.name for p in (ROOT / "kimi_cli" / "instructions").glob("*.md"))
+    assert prompts and all(f"kimi_cli/instructions/{name}" in names for name in prompts)  # the system prompt
 
 
 def installed_env(home: Path, server: ScriptedModelServer | None = None) -> dict[str, str]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kimi_cli.agent.prompt import Environment, system_prompt
 from kimi_cli.context.agents_md import load_agents_md
+from kimi_cli.instructions.prompt import Environment, system_prompt
 from kimi_cli.llm.types import Message
 
 AGENTS_MD_HEADER = "Project instructions (AGENTS.md):\n"

@@ -48,10 +48,10 @@ def session_tools(root: Path, config: Config, provider: str) -> list[Tool[Any]]:
 def build_prefix(root: Path, task: str, pack: bool | None, budget: int | None) -> dict[str, Any]:
     """{"system": the system message text, "tools": the schemas, "notes": [...]}: a session's opening."""
     from kimi_cli.agent.prefix import PrefixBuilder
-    from kimi_cli.agent.prompt import session_environment
     from kimi_cli.config import load_config, resolve_endpoint
     from kimi_cli.context.session_context import SessionContext
     from kimi_cli.errors import ConfigError
+    from kimi_cli.instructions.prompt import session_environment
     from kimi_cli.llm.endpoint_info import resolve_context_length
     from kimi_cli.llm.models import lookup
 

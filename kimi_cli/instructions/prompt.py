@@ -1,4 +1,4 @@
-"""The system prompt: the stable instructions (prompts/system.md) and one small environment block.
+"""The system prompt: the stable instructions (system.md) and one small environment block.
 
 The instructions are prose in package data, the same bytes for every session and workspace, so the
 provider's prompt cache holds them. Everything that varies (workspace, OS, sandbox, network, approvals,
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kimi_cli.config import Config
 
-VARIANT_ENV = "KIMI_SYSTEM_PROMPT"  # a file that replaces prompts/system.md (bench/prompt_eval.py variants)
+VARIANT_ENV = "KIMI_SYSTEM_PROMPT"  # a file that replaces system.md (bench/prompt_eval.py variants)
 SECTIONS = (
     "## What you already hold",
     "## Project instructions (AGENTS.md)",
@@ -54,11 +54,11 @@ APPROVAL_TEXT = {
 
 
 def _read(name: str) -> str:
-    return (resources.files("kimi_cli.agent") / "prompts" / name).read_text(encoding="utf-8")
+    return (resources.files("kimi_cli.instructions") / name).read_text(encoding="utf-8")
 
 
 def system_prompt() -> str:
-    """The stable instructions: prompts/system.md, or the file KIMI_SYSTEM_PROMPT names (prompt experiments)."""
+    """The stable instructions: system.md, or the file KIMI_SYSTEM_PROMPT names (prompt experiments)."""
     variant = os.environ.get(VARIANT_ENV)
     if not variant:
         return _read("system.md").strip()

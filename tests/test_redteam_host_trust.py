@@ -112,7 +112,7 @@ def test_settings_the_user_agreed_to_apply_for_the_whole_session(tmp_path: Path,
 
 
 def test_a_hook_planted_in_a_folder_that_asked_nothing_at_start_does_not_run(tmp_path: Path, kimi_home: Path) -> None:
-    from kimi_cli.hooks.config import load_hooks
+    from kimi_cli.hooks.sources import load_hooks
 
     assert trust.resolve(tmp_path).applies  # nothing to trust when the session starts
     (tmp_path / ".kimi").mkdir()  # a background command writes it between two checks of the sandbox

@@ -1,6 +1,6 @@
 """Hook configuration: `[[hooks.EVENT]]` tables in ~/.kimi/config.toml and (trusted folders only)
-.kimi/config.toml, then Claude Code's settings files (kimi_cli.hooks.claude): the user's, and the project's
-in a trusted folder.
+.kimi/config.toml. Claude Code's settings files are read by kimi_cli.hooks.claude; hooks.sources puts
+them all together in the order they run.
 
     [[hooks.PreToolUse]]
     matcher = "Shell"            # tool-name pattern; omitted = every tool
@@ -151,18 +151,3 @@ def _table(path: Path) -> object:
         return tomllib.loads(path.read_text()).get("hooks")
     except (OSError, ValueError):
         return None
-
-
-def load_hooks(workdir: Path) -> list[Hook]:
-    """The user's hooks, then the project's when the folder is trusted (kimi_cli.trust)."""
-    from kimi_cli import trust
-    from kimi_cli.hooks import claude
-    from kimi_cli.paths import config_files
-
-    user_file, project_file = config_files(workdir)
-    hooks = hooks_from(_table(user_file), "user") + claude.user_hooks()
-    if not trust.is_users_own(workdir) and trust.is_trusted(workdir):
-        if project_file.is_file():
-            hooks += hooks_from(_table(project_file), "project")
-        hooks += claude.project_hooks(workdir)
-    return hooks

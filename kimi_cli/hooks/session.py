@@ -115,7 +115,7 @@ class HookSession:
 
 def open_hooks(workdir: Path, session: Callable[[], SessionLike], mode: Callable[[], str]) -> HookSession | None:
     """The workspace's hooks (the user's, and the project's in a trusted folder); None when there are none."""
-    from kimi_cli.hooks.config import load_hooks
+    from kimi_cli.hooks.sources import load_hooks
 
     hooks = load_hooks(workdir)
     if not hooks:

@@ -187,8 +187,9 @@ def _format_validation(err: ValidationError, source: str) -> str:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        from kimi_cli.settings_read import read_settings_text
+
+        data = tomllib.loads(read_settings_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid configuration in {path}: not valid TOML ({exc})") from exc
     except OSError as exc:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.paths import kimi_home, write_private
+from kimi_cli.settings_read import read_settings_text
 
 # Dotted key in a project config -> when it widens: "any" (any value), "true" (a true value), "nonempty"
 # (a non-empty list or table), or a tuple of the values that widen. One line per setting; keep it data.
@@ -237,11 +238,11 @@ def read_project(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     config: dict[str, Any] = {}
     servers: dict[str, Any] = {}
     try:
-        config = tomllib.loads(config_path.read_text()) if config_path.is_file() else {}
+        config = tomllib.loads(read_settings_text(config_path)) if config_path.is_file() else {}
     except (OSError, ValueError):
         config = {}
     try:
-        data = json.loads(mcp_path.read_text()) if mcp_path.is_file() else {}
+        data = json.loads(read_settings_text(mcp_path)) if mcp_path.is_file() else {}
         servers = data.get("mcpServers", {}) if isinstance(data, dict) else {}
         servers = servers if isinstance(servers, dict) else {}
     except (OSError, ValueError):

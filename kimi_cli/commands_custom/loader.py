@@ -79,7 +79,9 @@ def _read(source: str, workdir: Path, base: Path, rel: str) -> str | None:
 
             data = safe_fs.read_bytes(workdir, os.path.relpath(base / rel, workdir), MAX_BYTES + 1)
         else:
-            data = (base / rel).read_bytes()[: MAX_BYTES + 1]
+            from kimi_cli.settings_read import read_settings_bytes
+
+            data = read_settings_bytes(base / rel, MAX_BYTES + 1, head=True)
     except (OSError, ValueError):
         return None
     if len(data) > MAX_BYTES:

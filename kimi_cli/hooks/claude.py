@@ -35,7 +35,9 @@ def read_settings(path: Path, workdir: Path | None = None) -> object:
 
             data = safe_fs.read_bytes(workdir.resolve(), str(path.relative_to(workdir)), MAX_SETTINGS_BYTES)
         else:
-            data = path.read_bytes()[:MAX_SETTINGS_BYTES]
+            from kimi_cli.settings_read import read_settings_bytes
+
+            data = read_settings_bytes(path, MAX_SETTINGS_BYTES)
         parsed = json.loads(data)
     except (OSError, ValueError):
         return None

@@ -148,6 +148,8 @@ def hooks_from(table: object, source: str) -> list[Hook]:
 
 def _table(path: Path) -> object:
     try:
-        return tomllib.loads(path.read_text()).get("hooks")
+        from kimi_cli.settings_read import read_settings_text
+
+        return tomllib.loads(read_settings_text(path)).get("hooks")
     except (OSError, ValueError):
         return None

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kimi_cli.errors import ConfigError
 from kimi_cli.paths import kimi_home
+from kimi_cli.settings_read import read_settings_text
 
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -83,7 +84,7 @@ def config_paths(workspace: Path, extra: list[Path] | None = None, project: bool
 
 def read_file(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_settings_text(path))
     except OSError as exc:
         raise ConfigError(f"cannot read MCP configuration {path}: {exc.strerror}") from None
     except ValueError as exc:
@@ -136,7 +137,7 @@ def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
     before = trust.current(folder) if own_project else None
     data: dict[str, Any] = {"mcpServers": {}}
     if path.is_file():
-        data = json.loads(path.read_text())
+        data = json.loads(read_settings_text(path))
         data.setdefault("mcpServers", {})
     if server is None:
         data["mcpServers"].pop(name, None)

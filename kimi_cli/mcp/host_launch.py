@@ -94,7 +94,9 @@ def widenings(folder: Path) -> list[tuple[str, object, str]]:
         path = Path(folder, Path(raw).expanduser())  # as kimi_cli.mcp.wiring opens it
         content: Any
         try:
-            data = json.loads(path.read_text())
+            from kimi_cli.settings_read import read_settings_text
+
+            data = json.loads(read_settings_text(path))
             content = data.get("mcpServers") if isinstance(data, dict) else None
         except (OSError, ValueError) as exc:
             content = f"unreadable: {type(exc).__name__}"

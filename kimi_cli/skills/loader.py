@@ -53,7 +53,9 @@ def _read(source: str, workdir: Path, folder: Path) -> str | None:
 
             data = safe_fs.read_bytes(workdir, os.path.relpath(folder / "SKILL.md", workdir), 512 * 1024)
         else:
-            data = (folder / "SKILL.md").read_bytes()[: 512 * 1024]
+            from kimi_cli.settings_read import read_settings_bytes
+
+            data = read_settings_bytes(folder / "SKILL.md", 512 * 1024, head=True)
     except (OSError, ValueError):
         return None
     return data.decode("utf-8", errors="replace")

@@ -115,7 +115,9 @@ def save_allow_rule(config_path: Path, prefix: str) -> None:
 
     folder = config_path.parent.parent
     before = trust.current(folder)
-    text = config_path.read_text() if config_path.exists() else ""
+    from kimi_cli.settings_read import read_settings_text
+
+    text = read_settings_text(config_path) if config_path.exists() else ""
     current = tomllib.loads(text).get("approval", {}).get("allow", []) if text else []
     if prefix in current:
         return

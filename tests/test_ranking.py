@@ -277,3 +277,28 @@ def test_a_go_file_reached_only_through_imports_follows_the_best_hit(tmp_path: P
     assert order.index("api/routes.go") < order.index("tools/gen/tmpl/t.go")
     assert why["api/routes.go"].startswith("relevant to the task"), why["api/routes.go"]
     assert not why["tools/gen/tmpl/t.go"].startswith("relevant to the task")
+
+
+def test_a_go_name_links_only_to_the_packages_the_file_can_take_it_from() -> None:
+    """`Open` is defined in two packages; a Go file that imports one of them uses that one (or its own
+    package's): the other definer gets no edge. Other languages keep every definer."""
+    from kimi_cli.context.graph import reference_graph
+    from kimi_cli.context.imports import Resolver
+    from kimi_cli.context.scan import FileFacts
+
+    paths = ["go.mod", "api/server.go", "api/helpers.go", "store/db.go", "cache/lru.go", "py/a.py", "py/b.py"]
+    facts = {
+        "api/server.go": FileFacts("api/server.go", 1, 1, lang="go", imports=("github.com/acme/app/store",)),
+        "api/helpers.go": FileFacts("api/helpers.go", 1, 1, lang="go", defs=("Render",)),
+        "store/db.go": FileFacts("store/db.go", 1, 1, lang="go", defs=("Open",)),
+        "cache/lru.go": FileFacts("cache/lru.go", 1, 1, lang="go", defs=("Open",)),
+        "py/a.py": FileFacts("py/a.py", 1, 1, lang="python"),
+        "py/b.py": FileFacts("py/b.py", 1, 1, lang="python", defs=("Open",)),
+    }
+    nodes = sorted(facts)
+    uses = {"api/server.go": frozenset({"Open", "Render"}), "py/a.py": frozenset({"Open"})}
+    resolver = Resolver(paths, {"go.mod": "module github.com/acme/app\n"})
+    edges = reference_graph(facts, nodes, uses, resolver)
+    assert set(edges["api/server.go"]) == {"store/db.go", "api/helpers.go"}  # not cache/lru.go
+    assert edges["api/server.go"]["store/db.go"] == 2.0  # the name, and the package import
+    assert set(edges["py/a.py"]) == {"store/db.go", "cache/lru.go", "py/b.py"}  # unrestricted

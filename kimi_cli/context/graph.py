@@ -7,6 +7,7 @@ structure, since common method names (`render`, `options`) are defined in dozens
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 
 from kimi_cli.context.imports import Resolver
@@ -37,19 +38,34 @@ def reference_graph(
     edges: dict[str, dict[str, float]] = {}
     for path in nodes:
         row: dict[str, float] = defaultdict(float)
+        imported = resolver.resolve_all(path, facts[path].lang, facts[path].imports) if resolver else []
+        scope = _go_scope(path, facts[path].lang, imported, resolver)
         for name in uses.get(path, frozenset()):
             owners = definers.get(name)
             if not owners or len(owners) > MAX_OWNERS:
                 continue
+            if scope is not None:
+                owners = owners & scope  # Go: a name comes from the file's own package or one it imports
+                if not owners:
+                    continue
             for owner in owners:
                 if owner != path:
                     row[owner] += 1.0 / len(owners)
-        if resolver is not None and facts[path].imports:
-            for target, share in resolver.resolve_all(path, facts[path].lang, facts[path].imports):
-                if target != path and target in node_set:
-                    row[target] += IMPORT_WEIGHT * share
+        for target, share in imported:
+            if target != path and target in node_set:
+                row[target] += IMPORT_WEIGHT * share
         edges[path] = dict(row)
     return edges
+
+
+def _go_scope(
+    path: str, lang: str | None, imported: list[tuple[str, float]], resolver: Resolver | None
+) -> set[str] | None:
+    """The files a Go file can take names from: its own package and the repository packages it imports.
+    None (no restriction) for other languages, or a Go tree without a go.mod to resolve imports by."""
+    if lang != "go" or resolver is None or not resolver.go_modules:
+        return None
+    return {target for target, _ in imported} | set(resolver.go_package_files(posixpath.dirname(path)))
 
 
 def pagerank(

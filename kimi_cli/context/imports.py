@@ -94,6 +94,10 @@ class Resolver:
                 return self._go_index().get("" if target == "." else target, [])
         return []
 
+    def go_package_files(self, folder: str) -> list[str]:
+        """The non-test .go files directly in `folder` (one Go package)."""
+        return self._go_index().get(folder, [])
+
     def _go_index(self) -> dict[str, list[str]]:
         if self._go_dirs is None:
             index: dict[str, list[str]] = defaultdict(list)

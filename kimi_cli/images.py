@@ -43,8 +43,9 @@ def check_attachments(prompt: str, images: list[str], cwd: Path) -> None:
 
     for path in attachment_paths(prompt, images, cwd):
         try:
-            with path.open("rb") as fh:
-                head = fh.read(16)
+            from kimi_cli.settings_read import read_settings_bytes
+
+            head = read_settings_bytes(path, 16, head=True)  # a regular file; a FIFO or device is refused
         except FileNotFoundError:
             raise ConfigError(f"cannot attach image: image not found: {path}") from None
         except OSError as exc:

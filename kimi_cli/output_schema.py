@@ -33,7 +33,9 @@ class OutputSchema:
     def load(cls, path: str) -> OutputSchema:
         """Read and check the schema itself; a bad file is a usage error (exit 2) before anything runs."""
         try:
-            data = json.loads(Path(path).expanduser().read_text())
+            from kimi_cli.settings_read import read_settings_text
+
+            data = json.loads(read_settings_text(Path(path).expanduser()))
         except OSError as exc:
             raise _schema_error(path, f"cannot read it ({exc.strerror or exc})") from None
         except ValueError as exc:

@@ -39,7 +39,13 @@ def image_data_url(path: Path, limits: ImageLimits | None = None) -> str:
         raise ValueError(f"not a file: {path}")
     if size > MAX_IMAGE_BYTES:
         raise ValueError(f"image too large: {path} is {size} bytes (limit {MAX_IMAGE_BYTES})")
-    return image_bytes_url(path.read_bytes(), str(path), limits)
+    from kimi_cli.settings_read import read_settings_bytes
+
+    try:  # one open, regular files only, never blocking: what was checked above may have been swapped since
+        data = read_settings_bytes(path, MAX_IMAGE_BYTES)
+    except OSError as exc:
+        raise ValueError(f"cannot read image {path}: {exc.strerror}") from None
+    return image_bytes_url(data, str(path), limits)
 
 
 def image_bytes_url(data: bytes, label: str, limits: ImageLimits | None = None) -> str:

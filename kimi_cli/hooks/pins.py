@@ -1,8 +1,10 @@
 """Workspace files a hook command names are pinned: a hook runs on the host, so the script it starts must be
 the one the user agreed to, not one a sandboxed command (or a file tool) rewrote a moment ago.
 
-A hook's command is split as the shell would; each word that names a file inside the workspace (relative,
-or under $CLAUDE_PROJECT_DIR / $KIMI_PROJECT_DIR) is read through the no-follow reader and its digest kept.
+A hook's command is split at every shell separator, quotes dropped and `$PWD`/$CLAUDE_PROJECT_DIR/
+$KIMI_PROJECT_DIR put in; each word that names a file inside the workspace is pinned: the digest covers the
+text of every link on the way to it and the content it leads to (a linked script's target can be rewritten,
+and the link pointed elsewhere).
 Before each run the digests are compared; a changed or vanished script is not run (the caller blocks). The
 digests also go into the folder's trust digest (kimi_cli.trust), so a script changed between sessions asks
 for trust again.
@@ -13,27 +15,29 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 from pathlib import Path
 
-PROJECT_VARS = re.compile(r"\$\{?(CLAUDE_PROJECT_DIR|KIMI_PROJECT_DIR)\}?")
+PROJECT_VARS = re.compile(r"\$\{?(CLAUDE_PROJECT_DIR|KIMI_PROJECT_DIR|PWD)\}?")
+SEPARATORS = re.compile(r"[\s;&|()<>`]+")
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+MAX_LINKS = 40
 
 
-def _words(command: str) -> list[str]:
-    try:
-        return shlex.split(command, comments=True)
-    except ValueError:
-        return command.split()
+def _words(command: str, root: Path) -> list[str]:
+    """Every word of the command that may name a file, however the shell spells it: quotes dropped,
+    `$PWD` and the project variables (hooks start in the workspace) put in, split at every separator
+    (`(sh x)`, `sh x;true`, `a|b`). Reading more words than the shell would only pins more files."""
+    text = PROJECT_VARS.sub(lambda _m: str(root), command.replace('"', "").replace("'", ""))
+    return [w for w in SEPARATORS.split(text) if w]
 
 
 def named_files(command: str, workdir: Path) -> list[str]:
     """Workspace-relative paths of the files the command names that exist in the workspace."""
     root = workdir.resolve()
     found: list[str] = []
-    for word in _words(command):
-        word = PROJECT_VARS.sub(str(root), word)
-        if not word or word.startswith("-") or "=" in word.split("/")[0]:
+    for word in _words(command, root):
+        word = word.split("=", 1)[1] if "=" in word.split("/")[0] else word  # --opt=path, VAR=path
+        if not word or word.startswith("-"):
             continue
         path = Path(os.path.normpath(word if os.path.isabs(word) else root / word))
         if path == root or not path.is_relative_to(root):
@@ -44,15 +48,45 @@ def named_files(command: str, workdir: Path) -> list[str]:
     return found
 
 
-def digest(workdir: Path, rel: str) -> str:
-    """sha256 of the file as the no-follow reader sees it; an unreadable one (a link) has a stable marker."""
-    from kimi_cli.tools import safe_fs
+def _links_on_the_way(path: str) -> tuple[str, list[str]]:
+    """(where `path` leads, the text of every link met on the way, in order): a link's target can be
+    rewritten or the link pointed elsewhere, and either must change the pin."""
+    pending = [c for c in path.split(os.sep) if c]
+    current, texts = os.sep, []
+    while pending:
+        part = pending.pop(0)
+        if part in (".", ""):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, part)
+        try:
+            target = os.readlink(step)
+        except OSError:
+            current = step
+            continue
+        texts.append(f"{step} -> {target}")
+        if len(texts) > MAX_LINKS:
+            break
+        current = os.sep if os.path.isabs(target) else current
+        pending = [c for c in target.split(os.sep) if c] + pending
+    return current, texts
 
+
+def digest(workdir: Path, rel: str) -> str:
+    """sha256 of what the hook would run: every link on the way (its text) and the content it leads to,
+    read as a regular file within bounds. A file that cannot be read that way has a marker naming why
+    and its links, so pointing it elsewhere still changes the pin."""
+    from kimi_cli.settings_read import read_settings_bytes
+
+    final, links = _links_on_the_way(str(workdir.resolve() / rel))
+    hasher = hashlib.sha256("\n".join(links).encode("utf-8", "surrogateescape") + b"\0")
     try:
-        data = safe_fs.read_bytes(workdir.resolve(), rel, MAX_SCRIPT_BYTES + 1)
+        hasher.update(read_settings_bytes(final, MAX_SCRIPT_BYTES + 1, head=True))
     except OSError as exc:
-        return f"unreadable:{exc.errno}"
-    return hashlib.sha256(data).hexdigest()
+        return f"unreadable:{exc.errno}:{hasher.hexdigest()}"
+    return hasher.hexdigest()
 
 
 def pin(command: str, workdir: Path) -> dict[str, str]:

@@ -23,6 +23,7 @@ from kimi_cli.hooks import pins
 from kimi_cli.hooks.config import Hook
 
 OUTPUT_CAP = 64 * 1024  # of each stream, kept for the model or the user
+KIMI_KEYS = frozenset({"KIMI_API_KEY", "MOONSHOT_API_KEY"})
 
 
 @dataclass
@@ -118,7 +119,13 @@ class HookRunner:
         return [h for h in self.hooks if h.event == event and h.matches(tool_name)]
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        """The user's environment, with two changes: PATH without the folders a sandboxed command may write
+        (a project's activated `.venv/bin` comes first on it, and a command could plant `python3` there for
+        the next hook to run on the host), and without kimi's own API keys (no hook needs them)."""
+        from kimi_cli.tools.host_exec import trusted_path
+
+        env = {k: v for k, v in os.environ.items() if k not in KIMI_KEYS}
+        env["PATH"] = trusted_path(env.get("PATH", os.defpath), (self.workdir,))
         env.update({"CLAUDE_PROJECT_DIR": str(self.workdir), "KIMI_PROJECT_DIR": str(self.workdir)})
         env.update(self.extra_env)
         return env

@@ -29,6 +29,8 @@ from typing import TypeVar
 
 from kimi_cli.tools import safe_fs
 
+MAX_MODULE_DIRS = 10_000  # folders under .git/modules looked at for submodule work trees
+
 T = TypeVar("T")
 
 MAX_GUARDED_BYTES = 4 * 1024 * 1024
@@ -100,16 +102,25 @@ def submodule_pointers(workspace: Path) -> list[Path]:
             key, sep, value = line.partition("=")
             if sep and key.strip() == "path":
                 add(value)
-    stack = [workspace / ".git" / "modules"]
-    while stack:
+    # Submodule git dirs: walked without following links (a link loop in .git/modules never ends) and with
+    # a bound on folders; each config read through the no-follow reader (regular files, at most 1 MB).
+    stack, seen = [".git/modules"], 0
+    while stack and seen < MAX_MODULE_DIRS:
+        folder = stack.pop()
+        seen += 1
         with contextlib.suppress(OSError):
-            for module in stack.pop().iterdir():
-                if not (module / "HEAD").is_file():
-                    stack.append(module)
+            for entry in os.scandir(workspace / folder):
+                if not entry.is_dir(follow_symlinks=False):
                     continue
-                stack.append(module / "modules")
+                rel = f"{folder}/{entry.name}"
+                module = workspace / rel
+                if not os.path.isfile(module / "HEAD") or os.path.islink(module / "HEAD"):
+                    stack.append(rel)
+                    continue
+                stack.append(f"{rel}/modules")
                 with contextlib.suppress(OSError, ValueError):
-                    for line in (module / "config").read_text(errors="replace").splitlines():
+                    text = safe_fs.read_bytes(workspace, f"{rel}/config", 1 << 20).decode("utf-8", "replace")
+                    for line in text.splitlines():
                         key, sep, value = line.partition("=")
                         if sep and key.strip() == "worktree":
                             tree = os.path.normpath(os.path.join(module, value.strip()))

@@ -17,6 +17,7 @@ import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from kimi_cli.shellparse.git_options import config_parameters, git_code
 from kimi_cli.shellparse.lexer import MAX_DEPTH, NAME, Script, Simple, Unreadable, Word, parse
 
 # Programs that run another program named among their arguments.
@@ -36,11 +37,11 @@ OPAQUE = {"source", ".", "enable", "hash", "let", "coproc", "fc", "bind", "compl
 # Builtins that evaluate subscripts or integer values arithmetically (`a[$(rm x)]` runs rm).
 ARITH_NAMES = {"declare", "typeset", "local", "readonly", "export", "read", "unset", "mapfile", "readarray",
                "printf", "test", "[", "wait", "getopts"}  # fmt: skip
+# Builtins that set variables a later program may read (their `NAME=value` arguments are read as values).
+EXPORTING = {"export", "declare", "typeset", "readonly", "local"}
 # Interpreters given inline code (`python3 -c`, `perl -e`): their code is searched for denied names.
 INTERPRETERS = {"python", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "awk", "gawk", "mawk", "php",
                 "lua", "tclsh", "Rscript", "osascript", "pwsh", "powershell", "jq"}  # fmt: skip
-# git's global options whose value is the next word (the word after them is not the subcommand).
-GIT_VALUED = {"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--super-prefix"}
 SAFE_REDIRECT_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 # The folder relative redirections are opened in (the Shell tool sets it while the approver decides): a
 # target such as `out.txt` that is a link out of it leaves the workspace, so no allow rule covers it.
@@ -109,9 +110,9 @@ def _word_subs(word: Word, found: Findings, depth: int) -> None:
 
 
 def _simple(simple: Simple, found: Findings, depth: int) -> None:
-    for _name, value in simple.assignments:
+    for name, value in simple.assignments:
         _word_subs(value, found, depth)
-        _code_text(value, found, depth)  # PS4='$(rm x)', GIT_SSH_COMMAND='rm ...': values a program may run
+        _assigned(name, value.value, found, depth)  # PS4='$(rm x)', GIT_SSH_COMMAND='rm ...': values a program may run
     for redirect in simple.redirects:
         if redirect.target is not None:
             _word_subs(redirect.target, found, depth)
@@ -164,6 +165,11 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
         raise Unreadable(f"`{name}` loads or renames commands")
     elif name in ARITH_NAMES:
         _arith_builtin(name, args)
+        if name in EXPORTING:  # `export GIT_EXTERNAL_DIFF='rm x;'`: read like NAME=value before a command
+            for arg in args:
+                text = arg.value or ""
+                if arg.literal and NAME.fullmatch(text.partition("=")[0]) and "=" in text:
+                    _assigned(text.partition("=")[0], text.partition("=")[2], found, depth)
     elif name in INTERPRETERS:
         found.code += [a.value for a in args if a.value is not None]
     elif name == "git":
@@ -171,26 +177,12 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
 
 
 def _git(args: list[Word], found: Findings, depth: int) -> None:
-    """git runs configuration values as commands (`-c alias.x='!rm x' x`, `core.fsmonitor`, `core.pager`,
-    `diff.external`...): every `-c` value, and every value `git config` stores, counts as a command line.
-    A value from the environment (`--config-env`) or computed when it runs cannot be read."""
-    for i, arg in enumerate(args):
-        value = arg.value
-        if value is None or not arg.literal:
-            if i > 0 and args[i - 1].value == "-c":
-                raise Unreadable("git -c of a value computed when it runs")
-            continue
-        if value.startswith("--config-env"):
-            raise Unreadable("git --config-env takes a setting from the environment")
-        if i > 0 and args[i - 1].value == "-c":
-            _code_str(value.partition("=")[2], found, depth)
-        elif value == "config":
-            for rest in args[i + 1 :]:
-                if rest.value is not None and not rest.value.startswith("-"):
-                    _code_str(rest.value, found, depth)
-            return
-        elif not value.startswith("-") and (i == 0 or args[i - 1].value not in GIT_VALUED):
-            return  # the subcommand: its arguments are paths and revisions
+    """What git runs from its settings and options (git_options.py) counts as command lines here."""
+    code = git_code(args)
+    for text in code.code:
+        _code_str(text, found, depth)
+    for at in code.argv:
+        _invocation(args[at:], found, depth + 1)
 
 
 def _shell(name: str, args: list[Word], found: Findings, depth: int) -> None:
@@ -245,6 +237,15 @@ def _plain_assignment(raw: str) -> bool:
     """`NAME=$value` in declare/export: the value is stored, not evaluated."""
     name, eq, _ = raw.partition("=")
     return bool(eq) and NAME.fullmatch(name) is not None
+
+
+def _assigned(name: str, value: str | None, found: Findings, depth: int) -> None:
+    """A variable's value that a program may run: as a command line, or (GIT_CONFIG_PARAMETERS) each
+    setting in it."""
+    if not value:
+        return
+    for text in config_parameters(value) if name == "GIT_CONFIG_PARAMETERS" else [value]:
+        _code_str(text, found, depth)
 
 
 def _code_text(word: Word, found: Findings, depth: int) -> None:

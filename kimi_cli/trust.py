@@ -353,11 +353,18 @@ def is_trusted(folder: Path) -> bool:
     Asked of the folder as it is NOW: the decision was about the settings shown when it was made, and a
     command (or another session's command) may have rewritten them since: while the user read the question,
     or later in the session. Settings that changed apply only once trusted as they are."""
+    return trusted_state(folder) is not None
+
+
+def trusted_state(folder: Path) -> FolderTrust | None:
+    """The folder's settings as assessed now, when they may apply (is_trusted); else None. A caller that
+    read some of those settings itself compares them with this state's `asks`, so what it uses is what was
+    trusted even if a writer changes the files in between (kimi_cli.hooks.sources)."""
     decided = current(folder)
     now = assess(folder)
-    if not now.asks:
-        return True
-    return now.trusted or (decided.trusted and decided.digest == now.digest)
+    if not now.asks or now.trusted or (decided.trusted and decided.digest == now.digest):
+        return now
+    return None
 
 
 def strip_widening(config: dict[str, Any]) -> dict[str, Any]:

@@ -89,9 +89,14 @@ def widenings(folder: Path) -> list[tuple[str, object, str]]:
     hooks = project_hooks(folder)
     if not hooks:
         return []
-    listed = [[h.event, h.matcher, h.command, h.timeout] for h in hooks]
+    listed = listing(hooks)
     commands = "; ".join(dict.fromkeys(h.command for h in hooks))
     return [("claude.hooks", listed, f"run hook commands from .claude/settings.json: {commands}")]
+
+
+def listing(hooks: list[Hook]) -> list[list[object]]:
+    """How the project's Claude Code hooks enter the trust digest."""
+    return [[h.event, h.matcher, h.command, h.timeout] for h in hooks]
 
 
 # --- the event as Claude Code sends it -----------------------------------------------------------------

@@ -109,11 +109,20 @@ class _Spawn:
 class HookRunner:
     """Runs hooks for one workspace; knows the pinned scripts (kimi_cli.hooks.pins)."""
 
-    def __init__(self, workdir: Path, hooks: Sequence[Hook], extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        hooks: Sequence[Hook],
+        extra_env: dict[str, str] | None = None,
+        pinned: dict[Hook, dict[str, str]] | None = None,
+    ) -> None:
         self.workdir = workdir.resolve()
         self.hooks = list(hooks)
         self.extra_env = dict(extra_env or {})
-        self.pins = {hook: pins.pin(hook.command, self.workdir) for hook in self.hooks}
+        known = pinned or {}  # the pins taken when the hooks were read (and checked against trust)
+        self.pins = {
+            hook: known[hook] if hook in known else pins.pin(hook.command, self.workdir) for hook in self.hooks
+        }
 
     def matching(self, event: str, tool_name: str | None = None) -> list[Hook]:
         return [h for h in self.hooks if h.event == event and h.matches(tool_name)]

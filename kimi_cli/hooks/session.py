@@ -115,9 +115,9 @@ class HookSession:
 
 def open_hooks(workdir: Path, session: Callable[[], SessionLike], mode: Callable[[], str]) -> HookSession | None:
     """The workspace's hooks (the user's, and the project's in a trusted folder); None when there are none."""
-    from kimi_cli.hooks.sources import load_hooks
+    from kimi_cli.hooks.sources import load_pinned
 
-    hooks = load_hooks(workdir)
+    hooks, pinned = load_pinned(workdir)
     if not hooks:
         return None
-    return HookSession(HookRunner(workdir, hooks), session, mode)
+    return HookSession(HookRunner(workdir, hooks, pinned=pinned), session, mode)

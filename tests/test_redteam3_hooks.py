@@ -12,6 +12,7 @@ are not pinned at all. Beside them: the same hooks, unchanged, still run.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -185,7 +186,7 @@ def test_a_writer_flipping_the_settings_at_start_never_gets_an_untrusted_hook_lo
 
     def write(command: str) -> None:
         tmp = settings.with_suffix(".tmp")
-        tmp.write_text('{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "%s"}]}]}}' % command)
+        tmp.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}}))
         tmp.replace(settings)
 
     write("echo trusted-A")

@@ -23,7 +23,6 @@ from kimi_cli.hooks import pins
 from kimi_cli.hooks.config import Hook
 
 OUTPUT_CAP = 64 * 1024  # of each stream, kept for the model or the user
-KIMI_KEYS = frozenset({"KIMI_API_KEY", "MOONSHOT_API_KEY"})
 
 
 @dataclass
@@ -49,6 +48,13 @@ class HookRun:
             return self.error
         detail = " ".join(self.stderr.split())[:300]
         return f"exit code {self.exit_code}" + (f": {detail}" if detail else "")
+
+
+def _key_variables() -> set[str]:
+    """Every variable kimi may take its API key from (each provider's), as config.py lists them."""
+    from kimi_cli.config import PROVIDER_DEFAULTS
+
+    return {name for settings in PROVIDER_DEFAULTS.values() for name in settings["key_env"]}
 
 
 def _encode(payload: dict[str, Any]) -> bytes:
@@ -133,7 +139,7 @@ class HookRunner:
         the next hook to run on the host), and without kimi's own API keys (no hook needs them)."""
         from kimi_cli.tools.host_exec import trusted_path
 
-        env = {k: v for k, v in os.environ.items() if k not in KIMI_KEYS}
+        env = {k: v for k, v in os.environ.items() if k not in _key_variables()}
         env["PATH"] = trusted_path(env.get("PATH", os.defpath), (self.workdir,))
         env.update({"CLAUDE_PROJECT_DIR": str(self.workdir), "KIMI_PROJECT_DIR": str(self.workdir)})
         env.update(self.extra_env)

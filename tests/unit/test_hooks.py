@@ -288,3 +288,23 @@ def test_claude_code_shapes_round_trip_for_the_tools_it_shares_with_kimi(tmp_pat
         ("PreToolUse", "Bash", "guard", 5.0, "claude"),
         ("Stop", None, "on-stop", 60.0, "claude"),
     ]
+
+
+def test_a_hook_gets_no_api_key_and_no_path_entry_a_sandboxed_command_could_write(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from kimi_cli.tools.host_exec import sandbox_writable
+
+    root = tmp_path / "ws"
+    (root / ".venv" / "bin").mkdir(parents=True)
+    sandbox_writable(root)
+    monkeypatch.setenv("KIMI_API_KEY", "sk-kimi-SECRET")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-SECRET")
+    monkeypatch.setenv("MY_TOKEN", "kept")
+    monkeypatch.setenv("PATH", f"{root / '.venv' / 'bin'}:/usr/bin:/bin")
+    out = tmp_path / "env.txt"
+    command = f'echo "${{KIMI_API_KEY:-none}} ${{OPENAI_API_KEY:-none}} $MY_TOKEN $PATH" > {out}'
+    runner = HookRunner(root, [Hook("Stop", command, None, 20, "continue", "user", 0)])
+    [run] = asyncio.run(runner.run(runner.hooks, {"hook_event_name": "Stop"}))
+    assert run.exit_code == 0, run.problem()
+    assert out.read_text().split() == ["none", "none", "kept", "/usr/bin:/bin"]

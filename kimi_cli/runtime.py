@@ -348,8 +348,8 @@ class Runtime:
         def system(task: str, mode: str) -> Message:
             return self.prefix.message(self.context.task_pack(task, SUB_BUDGET_SHARE), mode)
 
-        def gate() -> SessionGate:  # the session's hooks (PreToolUse, SubagentStop) for a subagent's own calls
-            return SessionGate(hooks=self.hooks, subagent=True)
+        def gate() -> SessionGate:  # the session's hooks and mode (plan refuses writes) for a subagent's calls
+            return SessionGate(self.mode, hooks=self.hooks, subagent=True)
 
         return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens,
                                gate, {"read_roots": self.read_roots()}, deferred_tools)  # fmt: skip

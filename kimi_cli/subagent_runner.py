@@ -55,8 +55,9 @@ class SubagentRunner:
         self.locks = FileLocks()
 
     def kind_facts(self) -> dict[str, ToolFacts]:
-        """Each kind's name and what a subagent of it may do: the Agent tool's facts per call."""
-        tools = self.factory.tools()
+        """Each kind's name and what a subagent of it may do: the Agent tool's facts per call. The deferred
+        MCP tools count too: a kind may reach them through its own SearchTools (or by full name)."""
+        tools = self.factory.tools() + (self.factory.deferred()[0] if self.factory.deferred is not None else [])
         return {name: kind.facts(tools) for name, kind in sorted(self.kinds.items())}
 
     async def spawn(self, task: str, kind_name: str, files: list[str]) -> tuple[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import Any
 import acp
 from test_acp import EditorClient, RecordingClient, run
 
-from conftest import tool_call, tool_results
+from conftest import tool_call, tool_results, wait_until
 from scripted_server import ScriptedModelServer
 
 SERVER = str(Path(__file__).with_name("mcp_hostile_server.py"))
@@ -131,5 +131,6 @@ def test_the_notification_hook_fires_when_the_editor_is_asked(
     log = tmp_path / "hook.log"
     assert run(repo, {**env, "HOOK_LOG": str(log)}, server, client, simple_flow(repo)).stop_reason == "end_turn"
     assert len(client.permissions) == 1
+    wait_until(lambda: log.exists() and log.read_text().strip(), 30, "the Notification hook to run")  # not waited for
     [event] = [json.loads(line) for line in log.read_text().splitlines()]
     assert event["hook_event_name"] == "Notification" and "touch asked.txt" in event["message"]

@@ -24,8 +24,8 @@ class AcpAsk:
         from kimi_cli.ui.sanitize import visible
 
         self.count += 1
-        if self.hooks is not None and self.hooks.has("Notification"):
-            await self.hooks.notification(f"kimi needs your permission: {command[:300]}")
+        if self.hooks is not None and self.hooks.has("Notification"):  # not waited for, as in the terminal
+            self.hooks.notification_in_background(f"kimi needs your permission: {command[:300]}")
         options = [PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once")]
         if prefix:  # "" : not one plain command (or it holds control characters): no `always` for it
             options.append(PermissionOption(option_id="allow_always", name=f"Always allow `{visible(prefix)}`",

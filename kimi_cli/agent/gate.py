@@ -105,7 +105,7 @@ class SessionGate:
         """The call to run (perhaps with a hook's new input), or the result that answers it instead."""
         if call.error is not None or call.tool is None:
             return call  # it answers with its own error
-        if self.mode is not None and self.mode.plan and not self.subagent:
+        if self.mode is not None and self.mode.plan:  # a subagent too: its kind was judged, this is the second guard
             from kimi_cli.modes import plan
 
             refused = plan.refusal(call.name, call.facts, registry.tools)

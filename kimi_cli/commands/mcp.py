@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from kimi_cli.mcp.redact import redacted_args, redacted_url
+
 mcp_app = typer.Typer(
     name="mcp",
     help="MCP servers: list them, test one, add or remove one (the mcpServers JSON of Claude Code and kimi-cli).",
@@ -26,6 +28,17 @@ def _echo(text: str, err: bool = False) -> None:
     typer.echo(visible(text), err=err)
 
 
+_redacted_url = redacted_url  # the names this command's tests and callers know
+_redacted_args = redacted_args
+
+
+def _line(text: str) -> None:
+    """One line of output whatever the server put in it: its newlines are written out too."""
+    from kimi_cli.ui.sanitize import visible
+
+    typer.echo(visible(text, one_line=True))
+
+
 def _redacted(entry: dict[str, object]) -> dict[str, object]:
     """The entry as it may be shown: header and environment values (tokens) never echoed back."""
     shown = dict(entry)
@@ -39,48 +52,6 @@ def _redacted(entry: dict[str, object]) -> dict[str, object]:
     if isinstance(shown.get("url"), str):
         shown["url"] = _redacted_url(str(shown["url"]))
     return shown
-
-
-def _redacted_url(url: str) -> str:
-    """`https://user:pw@host/mcp?token=X&v=2` as `https://user:[hidden]@host/mcp?token=[hidden]&v=2`."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(an invalid URL)"
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:[hidden]@{host}" if ":" in user else netloc
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        secret = [any(w in k.lower() for w in SECRET_WORDS) for k, _ in pairs]
-        if any(secret):
-            query = urlencode([(k, "[hidden]" if hide else v) for (k, v), hide in zip(pairs, secret, strict=True)],
-                              safe="[]")  # fmt: skip
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "auth", "bearer", "credential")
-
-
-def _redacted_args(args: list[str]) -> list[str]:
-    """`--api-key X`, `--token=X`, `API_KEY=X`: the value is hidden, the option kept."""
-    out: list[str] = []
-    hide_next = False
-    for arg in args:
-        name, eq, _ = arg.partition("=")
-        secret_name = any(w in name.lower() for w in SECRET_WORDS)
-        if hide_next:
-            out.append("[hidden]")
-        elif eq and secret_name:
-            out.append(f"{name}=[hidden]")
-        else:
-            out.append(arg)
-        hide_next = not eq and arg.startswith("-") and secret_name
-    return out
 
 
 def _scope_file(scope: str) -> Path:
@@ -160,9 +131,10 @@ def test_command(name: Annotated[str, typer.Argument(help="The server's name.")]
             raise typer.Exit(1)
         _echo(f"{name}: ready in {state.ready_after:.2f} s, {len(state.tools)} tools")
         for tool in state.tools:
-            _echo(f"  {tool.name}: {(tool.description or '').splitlines()[0][:100] if tool.description else ''}")
+            described = (tool.description or "").splitlines()[0][:100] if tool.description else ""
+            _line(f"  {tool.name}: {described}")
         for tool_name, why in state.rejected:
-            _echo(f"  {tool_name}: left out, not valid MCP ({why})")
+            _line(f"  {tool_name}: left out, not valid MCP ({why})")
     finally:
         manager.close()  # type: ignore[attr-defined]
 

@@ -70,6 +70,8 @@ class Resolver:
             if isinstance(manifest, dict) and isinstance(manifest.get("name"), str):
                 self.packages.setdefault(manifest["name"], (posixpath.dirname(path), manifest))
         self.go_modules.sort(key=lambda item: -len(item[0]))
+        self._go_module_dirs = {module: folder for module, folder in reversed(self.go_modules)}
+        self._go_memo: dict[str, list[str]] = {}
         self._modules: dict[str, list[str]] | None = None
         self._go_dirs: dict[str, list[str]] | None = None
         self._memo: dict[tuple[str, str | None, str], str | None] = {}
@@ -86,13 +88,21 @@ class Resolver:
     # --- Go -------------------------------------------------------------------------------------------
 
     def go_package(self, spec: str) -> list[str]:
-        """The non-test .go files of the package `spec` names, when a go.mod of the repository owns it."""
-        for module, folder in self.go_modules:
-            if spec == module or spec.startswith(module + "/"):
-                rest = spec[len(module) + 1 :]
+        """The non-test .go files of the package `spec` names, when a go.mod of the repository owns it (the
+        longest module path that prefixes it: one dictionary lookup per path segment, memoised)."""
+        if spec in self._go_memo:
+            return self._go_memo[spec]
+        found: list[str] = []
+        parts = spec.split("/")[:64]
+        for n in range(len(parts), 0, -1):
+            folder = self._go_module_dirs.get("/".join(parts[:n]))
+            if folder is not None:
+                rest = "/".join(parts[n:])
                 target = posixpath.normpath(posixpath.join(folder, rest)) if rest else (folder or ".")
-                return self._go_index().get("" if target == "." else target, [])
-        return []
+                found = self._go_index().get("" if target == "." else target, [])
+                break
+        self._go_memo[spec] = found
+        return found
 
     def go_package_files(self, folder: str) -> list[str]:
         """The non-test .go files directly in `folder` (one Go package)."""

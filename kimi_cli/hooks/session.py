@@ -99,6 +99,24 @@ class HookSession:
     async def notification(self, message: str) -> None:
         await self._fire("Notification", message=message)
 
+    def notification_in_background(self, message: str) -> None:
+        """Fire the Notification hooks on a thread of their own and return at once: the question they
+        announce is asked meanwhile, and a slow hook delays nothing (what it says is logged)."""
+        import threading
+
+        hooks = self.runner.matching("Notification")
+        if not hooks:
+            return
+        payload = self._payload("Notification", message=message)
+
+        def fire() -> None:  # what the hooks say goes to the log: `tell` belongs to the session's own thread
+            from kimi_cli.logs import get_logger
+
+            for text in read_runs("Notification", self.runner.run_sync(hooks, payload)).messages:
+                get_logger("hooks").warning("%s", text)
+
+        threading.Thread(target=fire, name="kimi-notification-hook", daemon=True).start()
+
     def session_end(self, reason: str) -> None:
         """Synchronous: a session ends outside the loop (exit, /clear, a switch)."""
         hooks = self.runner.matching("SessionEnd")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 MAX_PAGES = 50
+MAX_REJECTED = 100  # kept by name; past it only counted (a server may send thousands on every page)
 
 
 async def list_tools(session: Any) -> tuple[list[Any], list[tuple[str, str]]]:
@@ -34,6 +35,9 @@ async def list_tools(session: Any) -> tuple[list[Any], list[tuple[str, str]]]:
         cursor = listing.next_cursor
         if not cursor:
             break
+    if len(rejected) > MAX_REJECTED:
+        extra = len(rejected) - MAX_REJECTED
+        rejected = [*rejected[:MAX_REJECTED], (f"{extra} more tools", "not valid MCP either; not listed one by one")]
     return tools, rejected
 
 
@@ -61,7 +65,7 @@ def _one_by_one(session: Any, answer: dict[str, Any], rejected: list[tuple[str, 
         try:
             page.append(types.Tool.model_validate(item, by_name=False))
         except ValidationError as exc:
-            rejected.append((_name_of(item), _first_problem(exc)))
+            rejected.append((_name_of(item), _first_problem(exc) if len(rejected) < MAX_REJECTED else ""))
     after = answer.get("nextCursor")
     listing = types.ListToolsResult(tools=page, next_cursor=after if isinstance(after, str) and after else None)
     absorb = getattr(session, "_absorb_tool_listing", None)  # what the SDK's list_tools does with a listing

@@ -59,12 +59,7 @@ def _tools_of(
     notices: list[str] = []
     for name in servers:
         state = manager.states[name]
-        notices += [
-            f"MCP server {name!r}: tool {tool!r} is left out, the server describes it in a form the MCP "
-            f"protocol does not allow ({why})"
-            for tool, why in state.rejected
-            if state.config.wants(tool)
-        ]
+        notices += _rejected_notices(name, [(tool, why) for tool, why in state.rejected if state.config.wants(tool)])
         for tool in state.tools:
             if state.config.wants(tool.name):
                 pairs.append((name, tool.name))
@@ -82,6 +77,19 @@ def _tools_of(
             continue
         tools.append(made)
     return tools, notices
+
+
+MAX_REJECTED_NOTICES = 10
+
+
+def _rejected_notices(server: str, rejected: list[tuple[str, str]]) -> list[str]:
+    """One notice per tool the protocol does not allow; past a few, one notice for them all."""
+    if len(rejected) <= MAX_REJECTED_NOTICES:
+        return [f"MCP server {server!r}: tool {tool!r} is left out, the server describes it in a form the MCP "
+                f"protocol does not allow ({why})" for tool, why in rejected]  # fmt: skip
+    names = ", ".join(repr(tool) for tool, _ in rejected[:5])
+    return [f"MCP server {server!r}: {len(rejected)} tools are left out, the server describes them in a form the "
+            f"MCP protocol does not allow ({names}, ...; `kimi mcp test {server}` lists them)"]  # fmt: skip
 
 
 class LateServers:

@@ -166,3 +166,19 @@ def test_a_subagent_searches_the_sessions_deferred_mcp_tools_its_kind_allows(rep
     results = [m["content"] for m in third.messages if m["role"] == "tool"][-2:]
     assert results == ["ran mcp__bill__get_invoice", "ran mcp__bill__list_refunds"]  # called by its full name
     assert third.tools[-2:] == ["mcp__bill__get_invoice", "mcp__bill__list_refunds"]
+
+
+def test_in_plan_mode_a_subagents_own_gate_refuses_a_write_whatever_its_kind(repo: Path) -> None:
+    """The Agent tool is refused in plan mode for a kind that may write; a kind judged read-only that still
+    reaches a writing tool (a server added later) meets the second guard: its gate holds the session's mode."""
+    from kimi_cli.agent.gate import SessionGate
+    from kimi_cli.modes.state import ModeState
+
+    sub = FakeProvider(calls(("WriteFile", {"path": "new.txt", "content": "x"})), text("tried"))
+    factory = factory_for(repo, {"w": sub}, SessionLog())
+    factory.gate = lambda: SessionGate(ModeState("plan"), subagent=True)
+    runner = SubagentRunner(factory, lambda e: None)
+    report, _ = asyncio.run(runner.spawn("write a file", "coder", []))
+    assert report == "tried" and not (repo / "new.txt").exists()
+    refusal = [m["content"] for m in sub.requests[1].messages if m["role"] == "tool"][-1]
+    assert "plan" in refusal.lower()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _WRITABLE: set[str] = set()
@@ -42,34 +43,54 @@ def _under(path: str, roots: Iterable[str]) -> bool:
 _MAX_LINKS = 40  # as the kernel's own limit on links followed in one lookup
 
 
-def passes_writable(path: str, roots: Iterable[str]) -> bool:
-    """True when resolving the absolute `path` visits a sandbox-writable folder at any step: a link met on
-    the way, or where the path ends. Such a path can be redirected by a command after any check."""
-    roots = tuple(roots)
+@dataclass
+class Walk:
+    """How the absolute path resolves, one name at a time: every path visited (`steps`, links included),
+    each link met with its text (`links`), where it ends, and whether it met more links than the kernel
+    follows (a loop)."""
+
+    steps: list[str] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)
+    end: str = os.sep
+    loop: bool = False
+
+
+def walk_links(path: str) -> Walk:
+    """Resolve `path` as the kernel would, keeping what a check must see: a link anywhere on the way can be
+    pointed elsewhere later, not only the last one (host_exec's PATH checks, hooks.pins)."""
+    walk = Walk()
     pending = [c for c in path.split(os.sep) if c]
-    current, links = os.sep, 0
     while pending:
         part = pending.pop(0)
         if part == ".":
             continue
         if part == "..":
-            current = os.path.dirname(current)
+            walk.end = os.path.dirname(walk.end)
             continue
-        step = os.path.join(current, part)
-        if _under(step, roots):
-            return True
+        step = os.path.join(walk.end, part)
+        walk.steps.append(step)
         try:
             target = os.readlink(step)
-        except OSError:  # not a link, or not there: nothing on the way to redirect
-            current = step
+        except OSError:  # not a link, or not there
+            walk.end = step
             continue
-        links += 1
-        if links > _MAX_LINKS:
-            return True  # a loop: never a program kimi runs
+        walk.links.append((step, target))
+        if len(walk.links) > _MAX_LINKS:
+            walk.loop = True
+            return walk
         if os.path.isabs(target):
-            current = os.sep
+            walk.end = os.sep
         pending = [c for c in target.split(os.sep) if c] + pending
-    return _under(current, roots)
+    return walk
+
+
+def passes_writable(path: str, roots: Iterable[str]) -> bool:
+    """True when resolving the absolute `path` visits a sandbox-writable folder at any step: a link met on
+    the way, or where the path ends. Such a path can be redirected by a command after any check. A loop
+    counts as writable: never a program kimi runs."""
+    roots = tuple(roots)
+    walk = walk_links(path)
+    return walk.loop or any(_under(step, roots) for step in walk.steps) or _under(walk.end, roots)
 
 
 def _roots(exclude: Iterable[Path | str]) -> frozenset[str]:

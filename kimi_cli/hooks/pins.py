@@ -20,7 +20,6 @@ from pathlib import Path
 PROJECT_VARS = re.compile(r"\$\{?(CLAUDE_PROJECT_DIR|KIMI_PROJECT_DIR|PWD)\}?")
 SEPARATORS = re.compile(r"[\s;&|()<>`]+")
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
-MAX_LINKS = 40
 
 
 def _words(command: str, root: Path) -> list[str]:
@@ -48,42 +47,18 @@ def named_files(command: str, workdir: Path) -> list[str]:
     return found
 
 
-def _links_on_the_way(path: str) -> tuple[str, list[str]]:
-    """(where `path` leads, the text of every link met on the way, in order): a link's target can be
-    rewritten or the link pointed elsewhere, and either must change the pin."""
-    pending = [c for c in path.split(os.sep) if c]
-    current, texts = os.sep, []
-    while pending:
-        part = pending.pop(0)
-        if part in (".", ""):
-            continue
-        if part == "..":
-            current = os.path.dirname(current)
-            continue
-        step = os.path.join(current, part)
-        try:
-            target = os.readlink(step)
-        except OSError:
-            current = step
-            continue
-        texts.append(f"{step} -> {target}")
-        if len(texts) > MAX_LINKS:
-            break
-        current = os.sep if os.path.isabs(target) else current
-        pending = [c for c in target.split(os.sep) if c] + pending
-    return current, texts
-
-
 def digest(workdir: Path, rel: str) -> str:
     """sha256 of what the hook would run: every link on the way (its text) and the content it leads to,
     read as a regular file within bounds. A file that cannot be read that way has a marker naming why
     and its links, so pointing it elsewhere still changes the pin."""
     from kimi_cli.settings_read import read_settings_bytes
+    from kimi_cli.tools.host_exec import walk_links
 
-    final, links = _links_on_the_way(str(workdir.resolve() / rel))
+    walk = walk_links(str(workdir.resolve() / rel))
+    links = [f"{step} -> {target}" for step, target in walk.links]
     hasher = hashlib.sha256("\n".join(links).encode("utf-8", "surrogateescape") + b"\0")
     try:
-        hasher.update(read_settings_bytes(final, MAX_SCRIPT_BYTES + 1, head=True))
+        hasher.update(read_settings_bytes(walk.end, MAX_SCRIPT_BYTES + 1, head=True))
     except OSError as exc:
         return f"unreadable:{exc.errno}:{hasher.hexdigest()}"
     return hasher.hexdigest()

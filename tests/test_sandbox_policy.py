@@ -26,6 +26,10 @@ def test_bwrap_argv_is_exact() -> None:
     masks = (["/run"], ["/run/systemd/resolve/stub-resolv.conf"])
     assert bwrap_argv(policy(), ["bash", "-c", "ls"], seccomp_fd=7, masks=masks) == [
         "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        # the host-wide corners of /proc, read-only whatever bwrap's own check decides (sysctls as root)
+        "--ro-bind-try", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+        "--ro-bind-try", "/proc/irq", "/proc/irq", "--ro-bind-try", "/proc/bus", "/proc/bus",
+        "--ro-bind-try", "/proc/fs", "/proc/fs",
         "--tmpfs", "/run",  # host sockets: docker, D-Bus, systemd, the user's runtime dir
         "--ro-bind", "/run/systemd/resolve/stub-resolv.conf", "/run/systemd/resolve/stub-resolv.conf",
         "--bind", "/t", "/tmp",
@@ -66,9 +70,11 @@ def test_build_policy_hides_existing_credential_stores_and_git(tmp_path: Path) -
     in_home = [h for h in pol.hidden if h.path.is_relative_to(tmp_path)]
     assert in_home == [HiddenPath(home / ".ssh", True), HiddenPath(home / ".netrc", False)]
     from kimi_cli.paths import private_dirs
+    from kimi_cli.tools.sandbox.hidden import real_home
 
-    # /etc/shadow & co, /run/user and /run/secrets, Kerberos tickets, and kimi's own folders
-    system = ("/etc/", "/var/lib/", "/run/", "/var/run/", "/tmp/krb5cc_", *(str(p) for p in private_dirs()))
+    # /etc/shadow & co, /run/user and /run/secrets, Kerberos tickets, kimi's own folders, the real home's entries
+    system = ("/etc/", "/var/lib/", "/run/", "/var/run/", "/tmp/krb5cc_", *(str(p) for p in private_dirs()),
+              f"{real_home()}/")  # fmt: skip
     assert all(str(h.path).startswith(system) for h in pol.hidden if h not in in_home)
     assert pol.read_only == (ws / ".git",)
     assert "KIMI_API_KEY" not in pol.env and pol.network is False

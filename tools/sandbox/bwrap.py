@@ -27,7 +27,7 @@ from pathlib import Path
 from kimi_cli.tools.host_exec import host_which
 from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
 from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note, submodule_pointers
-from kimi_cli.tools.sandbox.policy import HiddenPath, SandboxPolicy, current_hidden, host_sockets
+from kimi_cli.tools.sandbox.policy import PROC_READ_ONLY, HiddenPath, SandboxPolicy, current_hidden, host_sockets
 from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
 
 MASKED_DIRS = ("/run", "/var/run")
@@ -58,6 +58,12 @@ def bwrap_argv(
     ws = str(policy.workspace)
     folders, keep = host_masks() if masks is None else masks
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # Bound read-only by us, whatever bwrap decides: it covers such folders only when access(W_OK) passes, and
+    # /proc/sys (0555) fails that even for root, whose sysctl writes check only euid 0 (a root command wrote
+    # core_pattern, and the host kernel ran a workspace script as real root). The source is kimi's /proc: a
+    # sysctl answers for the namespaces of whoever reads it, so the sandbox still sees its own there.
+    for path in PROC_READ_ONLY:  # -try: a kernel may lack one (no sysrq, no /proc/bus)
+        argv += ["--ro-bind-try", path, path]
     for folder in folders:  # the docker socket, D-Bus, systemd, and the user's runtime dir
         argv += ["--tmpfs", folder]
     for kept in keep:

@@ -4,7 +4,9 @@ Nothing of the host is mounted but the workspace (and its .git/.kimi read-only):
 The container's pid 1 reads its stdin, which kimi holds through an attach: when kimi dies, even by
 SIGKILL, dockerd closes that stdin (StdinOnce), pid 1 exits, every process in the container dies with
 it, and AutoRemove deletes the container. The seccomp profile is the one every backend uses
-(restrict.py), in Docker's JSON form.
+(restrict.py), in Docker's JSON form. /proc's host-wide corners (policy.PROC_READ_ONLY: sysctls, sysrq...)
+are asked read-only by name and checked in the container's own mount table before the first command: a
+root command that could write kernel.core_pattern would run a program on the host as real root.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from kimi_cli.tools.sandbox.base import ExecResult, OutputCollector
 from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note, submodule_pointers
-from kimi_cli.tools.sandbox.policy import SANE_PATH, SandboxPolicy
+from kimi_cli.tools.sandbox.policy import PROC_READ_ONLY, SANE_PATH, SandboxPolicy
 from kimi_cli.tools.sandbox.restrict import Unavailable, docker_seccomp_profile, machine
 
 # Runs the command, then kills whatever it left behind (kill -1 spares the caller and pid 1, the keeper).
@@ -30,6 +32,11 @@ WRAPPER = '"$0" -c "$1"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 # Another uid without CAP_SYS_PTRACE closes /proc/1/fd and /proc/1/mem to it; commands get the image's user.
 KEEPER = ["sh", "-c", "while read -r _; do :; done"]
 KEEPER_USER = "2147483646:2147483646"
+# Run once at start, as the commands' user: is bash there, which of PROC_READ_ONLY exist, and the mount table.
+PROBE = (
+    'command -v bash >/dev/null && echo shell=bash; for p; do [ -e "$p" ] && echo "exists=$p"; done; '
+    "cat /proc/self/mountinfo"
+)
 
 
 def docker_client() -> Any:
@@ -83,6 +90,8 @@ def container_options(policy: SandboxPolicy, image: str, memory: str, pids_limit
         "cap_drop": ["ALL"],
         "security_opt": security,
         "environment": {"PATH": SANE_PATH, "HOME": "/root", "LANG": "C.UTF-8"},
+        # Docker's default list, named so that no daemon default or option can drop one (see PROBE).
+        "readonly_paths": list(PROC_READ_ONLY),
     }
 
 
@@ -124,11 +133,27 @@ class DockerSandbox:
                     "or set sandbox.docker_image in .kimi/config.toml"
                 ) from None
             self._lifeline = self._client.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
-            container.start()
+            try:
+                container.start()
+                self._user = image_user(self._client, self.options["image"])
+                probe = self._client.api.exec_create(container.id, ["sh", "-c", PROBE, "sh", *PROC_READ_ONLY],
+                                                     user=self._user)  # fmt: skip
+                found = self._client.api.exec_start(probe["Id"]).decode("utf-8", "replace")
+                writable = proc_left_writable(found)
+                if writable:
+                    raise RuntimeError(
+                        f"the docker engine left {', '.join(writable)} writable in the container; kimi runs no "
+                        "command there (a privileged daemon default or systempaths=unconfined?)"
+                    )
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
+                with contextlib.suppress(Exception):
+                    self._lifeline.close()
+                self._lifeline = None
+                raise
             self._container = container
-            self._user = image_user(self._client, self.options["image"])
-            probe = self._client.api.exec_create(self._container.id, ["sh", "-c", "command -v bash"], user=self._user)
-            if self._client.api.exec_start(probe["Id"]).strip():
+            if "shell=bash" in found.splitlines():
                 self._shell = "bash"
         return self._container
 
@@ -199,12 +224,31 @@ class DockerSandbox:
 HOST_KEYS = ("network_mode", "mem_limit", "pids_limit", "read_only", "tmpfs", "cap_drop", "security_opt", "auto_remove")
 
 
+def proc_left_writable(probe_output: str) -> list[str]:
+    """Of the PROC_READ_ONLY paths the probe found, those on a writable mount, or with one beneath them."""
+    existing = [line[len("exists=") :] for line in probe_output.splitlines() if line.startswith("exists=")]
+    read_only: dict[str, bool] = {}
+    for line in probe_output.splitlines():
+        fields = line.split()
+        if len(fields) > 5 and (fields[4] == "/proc" or fields[4].startswith("/proc/")):
+            read_only[fields[4]] = "ro" in fields[5].split(",")  # a later line is mounted over an earlier one
+
+    def covering(path: str) -> bool:  # the innermost mount that holds the path
+        holders = [at for at in read_only if path == at or path.startswith(at + "/")]
+        return bool(holders) and read_only[max(holders, key=len)]
+
+    return [
+        p for p in existing if not covering(p) or not all(ro for at, ro in read_only.items() if at.startswith(p + "/"))
+    ]
+
+
 def create_container(client: Any, options: dict[str, Any]) -> Any:
     """Create (not start) the container through the low-level API: the high-level one has no stdin_once."""
     api = client.api
     binds = [f"{host}:{v['bind']}:{v['mode']}" for host, v in options["volumes"].items()]
     binds += [f"/dev/null:{path}:ro" for path in options["masks"]]
     host = api.create_host_config(binds=binds, **{k: options[k] for k in HOST_KEYS})
+    host["ReadonlyPaths"] = options["readonly_paths"]  # docker-py has no keyword for it; the API has the field
     created = api.create_container(
         options["image"], options["command"], name=options["name"], labels=options["labels"], user=options["user"],
         working_dir=options["working_dir"], environment=options["environment"], host_config=host,

@@ -8,11 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kimi_cli.tools.sandbox.env import SANE_PATH, EnvNotice, sandbox_env
-from kimi_cli.tools.sandbox.hidden import default_entries, existing, patterns
+from kimi_cli.tools.sandbox.hidden import default_entries, existing, home_roots, homes, patterns
 
-__all__ = ["SANE_PATH", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
+__all__ = ["PROC_READ_ONLY", "SANE_PATH", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
 
 PROTECTED = (".git", ".kimi")  # read-only to commands inside the writable workspace
+# The host-wide corners of /proc that a command must never write, on every backend: sysctls (a root command
+# that writes kernel.core_pattern makes the host kernel run a program as real root), sysrq, interrupt and
+# bus settings, file-system tunables. bwrap binds them read-only itself; Docker's are checked at start;
+# Landlock never grants a write under /proc.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 ACCEPTING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags: a listening socket
 
 
@@ -34,7 +39,7 @@ class SandboxPolicy:
     env: dict[str, str] = field(default_factory=dict)
     sockets: tuple[Path, ...] = ()  # listening unix sockets outside the workspace when the session began
     hidden_patterns: tuple[str, ...] = ()  # the table made absolute: bwrap looks again before each command
-    home: Path | None = None
+    home_roots: tuple[Path, ...] = ()  # the homes and XDG folders home entries live in (Landlock splits them)
     notice: EnvNotice = field(default_factory=EnvNotice, compare=False)
 
 
@@ -55,12 +60,13 @@ def build_policy(
 ) -> SandboxPolicy:
     """The default policy for a workspace: only existing hidden paths are listed (bwrap needs targets)."""
     env, withheld = sandbox_env(dict(os.environ) if environ is None else environ, env_allow, env_deny)
-    home = Path(env.get("HOME") or Path.home())
+    # The home commands see, and the password database's: HOME may point elsewhere (CI, a wrapper, sudo -E).
+    every_home = homes(Path(env.get("HOME") or Path.home()))
     from kimi_cli.paths import private_dirs  # kimi's own folders, wherever KIMI_HOME/XDG_CACHE_HOME put them
 
     entries = [*default_entries(), *(extra_hidden or []), *(str(p) for p in private_dirs())]
     full_environ = os.environ if environ is None else environ
-    found = tuple(p for p in patterns(entries, home, full_environ) if not _covers(Path(p), workspace))
+    found = tuple(p for p in patterns(entries, every_home, full_environ) if not _covers(Path(p), workspace))
     hidden = current_hidden(found, workspace)
     ws = workspace.resolve()
     from kimi_cli.tools.host_exec import sandbox_writable  # kimi's host programs never come from these
@@ -78,7 +84,7 @@ def build_policy(
         sockets=tuple(host_sockets([ws, private_tmp.resolve()])),
         notice=EnvNotice(withheld),
         hidden_patterns=found,
-        home=home,
+        home_roots=tuple(home_roots(every_home, full_environ)),
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import Rig, backends, make_rig
 
-from kimi_cli.tools.sandbox.hidden import default_entries, expand
+from kimi_cli.tools.sandbox.hidden import default_entries, expand, homes
 from kimi_cli.tools.sandbox.landlock_rules import landlock_plan
 from kimi_cli.tools.sandbox.policy import build_policy
 
@@ -96,7 +96,7 @@ def test_every_backend_takes_the_hidden_paths_from_the_one_table(credential_home
     hidden = {h.path for h in policy.hidden}
     from kimi_cli.paths import private_dirs
 
-    assert set(expand([*default_entries(), *map(str, private_dirs())], credential_home)) >= hidden >= {
+    assert set(expand([*default_entries(), *map(str, private_dirs())], homes(credential_home))) >= hidden >= {
         credential_home / ".yarnrc", credential_home / ".yarnrc.yml", credential_home / ".kube",
         credential_home / ".config" / "gh", credential_home / ".mozilla", credential_home / ".cargo" / "credentials",
     }  # fmt: skip

@@ -94,7 +94,7 @@ def landlock_plan(
     hidden = [str(h.path) for h in policy.hidden]
     # Where a home credential would appear later (~/.config/gh): split for reading, never granted whole.
     # Not for the writable roots: a workspace that is ~ must still take new files at its top.
-    later = not_yet(policy.hidden_patterns, policy.home) if policy.home is not None else []
+    later = not_yet(policy.hidden_patterns, policy.home_roots)
     writable = [str(policy.workspace), str(policy.private_tmp)]
     grants: dict[str, int] = {}
 

@@ -4,7 +4,13 @@ Every image that reaches the model goes through `prepare` (--image, @file, /imag
 results, ACP image blocks). Kimi's vision encoder cuts a picture into 14x14-pixel patches, one token each
 (the model table's `image_patch`), so a 4K screenshot costs ~42k tokens as sent and ~12k at 2048 px, and
 pixels past the bound buy nothing. An image already within the bound, upright, one frame and small keeps
-its exact bytes; anything else is re-encoded (PNG for graphics that stay small, JPEG otherwise).
+its pixels byte for byte, minus its metadata (EXIF, XMP, text chunks: kimi_cli.image_headers); anything
+else is re-encoded (PNG for graphics that stay small, JPEG otherwise), which carries no metadata either.
+
+Nothing is decoded before its headers are read: a file whose largest declared size (any chunk order, any
+frame) is over the model table's `image_max_pixels` is refused from the header, and Pillow's own limit is
+set to the same cap as a hard error. One image is decoded at a time in the whole process, and only one
+full-size copy of it is kept while it is scaled.
 
 Budgets and compaction count an image by its area (`image_tokens`), never by its base64 length: read from
 the header of the data URL, without Pillow. Pillow itself is imported only when an image must change.
@@ -17,22 +23,28 @@ import binascii
 import functools
 import io
 import math
-import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
+from kimi_cli.image_headers import Header, read_header, without_metadata
+
 DEFAULT_LONG_EDGE = 2048
 DEFAULT_PATCH = 14
-KEEP_BYTES = 1_500_000  # an image within the bound and under this size goes as it is, byte for byte
-MAX_PIXELS = 80_000_000  # decoded area refused outright (a decompression bomb, or a scan no model can use)
+KEEP_BYTES = 1_500_000  # an image within the bound and under this size keeps its pixels' bytes
+MAX_PIXELS = 50_000_000  # the default decode cap (the model table's image_max_pixels): a bomb, or no model's use
+MAX_IMAGE_BYTES = 20 * 1024 * 1024  # an image file or decoded data URL
 MIN_LONG_EDGE = 256  # shrinking to fit the request cap stops here
 JPEG_QUALITIES = (85, 70, 50)
-SNIFF = {
-    b"\x89PNG\r\n\x1a\n": "image/png",
-    b"\xff\xd8\xff": "image/jpeg",
-    b"GIF87a": "image/gif",
-    b"GIF89a": "image/gif",
-}
+RESAMPLED = ("RGB", "RGBA", "L", "LA")  # modes LANCZOS scaling takes as they are
+SUPPORTED = ("image/png", "image/jpeg", "image/webp", "image/gif")
+# Pillow's exif_transpose, by EXIF orientation
+TRANSPOSE = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE", 6: "ROTATE_270",
+             7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
+# Decoding is the costly part (a 50M-pixel RGBA picture is 200 MB): one at a time in the whole process,
+# however many reads the model asks for at once.
+DECODES_AT_ONCE = 1
+_decoding = threading.BoundedSemaphore(DECODES_AT_ONCE)
 
 
 class ImageError(ValueError):
@@ -47,6 +59,7 @@ class ImageLimits:
     patch: int = DEFAULT_PATCH
     max_request_bytes: int = 100_000_000
     keep_bytes: int = KEEP_BYTES
+    max_pixels: int = MAX_PIXELS
 
     @property
     def max_url_chars(self) -> int:
@@ -61,6 +74,7 @@ def limits_for(info: Any, long_edge: int | None = None) -> ImageLimits:
         long_edge=edge,
         patch=int(getattr(info, "image_patch", DEFAULT_PATCH) or DEFAULT_PATCH),
         max_request_bytes=int(getattr(info, "max_request_bytes", 100_000_000) or 100_000_000),
+        max_pixels=int(getattr(info, "image_max_pixels", MAX_PIXELS) or MAX_PIXELS),
     )
 
 
@@ -88,12 +102,10 @@ class Prepared:
 
 def sniff(head: bytes) -> str | None:
     """The MIME type of a PNG, JPEG, WebP or GIF from its first bytes; None for anything else."""
-    for magic, mime in SNIFF.items():
-        if head.startswith(magic):
-            return mime
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
+    from kimi_cli.image_headers import mime_of
+
+    mime = mime_of(head)
+    return mime if mime in SUPPORTED else None
 
 
 def image_tokens(width: int, height: int, patch: int = DEFAULT_PATCH) -> int:
@@ -107,52 +119,9 @@ def image_tokens(width: int, height: int, patch: int = DEFAULT_PATCH) -> int:
 
 
 def dimensions(data: bytes) -> tuple[int, int] | None:
-    """(width, height) from a PNG, GIF, WebP or JPEG header; None when the bytes do not say."""
-    try:
-        if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
-            return struct.unpack(">II", data[16:24])
-        if data[:6] in (b"GIF87a", b"GIF89a"):
-            return struct.unpack("<HH", data[6:10])
-        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-            return _webp_size(data)
-        if data.startswith(b"\xff\xd8"):
-            return _jpeg_size(data)
-    except struct.error:
-        return None
-    return None
-
-
-def _webp_size(data: bytes) -> tuple[int, int] | None:
-    chunk = data[12:16]
-    if chunk == b"VP8X":
-        w = int.from_bytes(data[24:27], "little") + 1
-        h = int.from_bytes(data[27:30], "little") + 1
-        return w, h
-    if chunk == b"VP8L":
-        bits = int.from_bytes(data[21:25], "little")
-        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if chunk == b"VP8 ":
-        w, h = struct.unpack("<HH", data[26:30])
-        return w & 0x3FFF, h & 0x3FFF
-    return None
-
-
-def _jpeg_size(data: bytes) -> tuple[int, int] | None:
-    i = 2
-    while i + 9 < len(data):
-        if data[i] != 0xFF:
-            i += 1
-            continue
-        marker = data[i + 1]
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
-            i += 1 if marker == 0xFF else 2
-            continue
-        length = struct.unpack(">H", data[i + 2 : i + 4])[0]
-        if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF):
-            h, w = struct.unpack(">HH", data[i + 5 : i + 9])
-            return w, h
-        i += 2 + length
-    return None
+    """(width, height) a decoder would allocate for this PNG, GIF, WebP, JPEG or TIFF: the bounding box of
+    every size its headers declare (kimi_cli.image_headers); None when they do not say."""
+    return read_header(data).size
 
 
 HEAD_B64 = 262_144  # base64 characters decoded to find a header (a JPEG's EXIF block may come first)
@@ -224,61 +193,84 @@ def _image_url(part: Any) -> str | None:
 
 def prepare(data: bytes, limits: ImageLimits, label: str = "image") -> Prepared:
     """The picture as it should reach the model; ImageError (a ValueError) says why it cannot."""
-    mime = sniff(data[:16])
-    if mime is None:
-        raise ImageError(f"unsupported image format: {label} (PNG, JPEG, WebP and GIF are supported)")
-    size = dimensions(data)
-    if size is not None and size[0] * size[1] > MAX_PIXELS:
-        raise ImageError(f"{label} is {size[0]}x{size[1]} pixels, more than kimi decodes ({MAX_PIXELS:,}); "
+    head = read_header(data)
+    if head.mime not in SUPPORTED:
+        kind = " (TIFF)" if head.mime == "image/tiff" else ""
+        raise ImageError(f"unsupported image format: {label}{kind} (PNG, JPEG, WebP and GIF are supported)")
+    if head.size is None:
+        raise ImageError(f"{label} cannot be decoded as an image: its headers do not give its size")
+    width, height = head.size
+    if width * height > limits.max_pixels:
+        raise ImageError(f"{label} is {width}x{height} pixels, more than kimi decodes ({limits.max_pixels:,}); "
                          "crop or shrink it first")  # fmt: skip
-    if size is not None and _keep_as_is(data, mime, size, limits):
-        return Prepared(mime, data, size[0], size[1], size, changed=False)
-    return _reencode(data, mime, limits, label)
+    if max(head.size) <= limits.long_edge and len(data) <= limits.keep_bytes and head.frames == 1:
+        clean = without_metadata(data, head.mime) if head.orientation == 1 else None
+        if clean is not None:
+            return Prepared(head.mime, clean, width, height, head.size, changed=False)
+    with _decoding:  # one decode at a time, process-wide
+        return _reencode(data, head, limits, label)
 
 
-def _keep_as_is(data: bytes, mime: str, size: tuple[int, int], limits: ImageLimits) -> bool:
-    """Small, within the bound, one frame, upright: the exact bytes go (no decode, no Pillow)."""
-    if max(size) > limits.long_edge or len(data) > limits.keep_bytes:
-        return False
-    if mime == "image/gif" and data.count(b"\x21\xf9\x04") > 1:
-        return False  # more than one graphic control block: animated, the first frame is sent
-    if mime in ("image/jpeg", "image/webp") and b"Exif" in data[:65536]:
-        return _exif_upright(data)
-    return True
-
-
-def _exif_upright(data: bytes) -> bool:
+def _pillow(max_pixels: int) -> Any:
+    """Pillow, with its bomb limit at our cap as an error (Pillow only warns between 1x and 2x its cap)."""
     try:
         from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as img:
-            return int(img.getexif().get(0x0112, 1)) == 1
-    except Exception:
-        return True
-
-
-def _reencode(data: bytes, mime: str, limits: ImageLimits, label: str) -> Prepared:
-    try:
-        from PIL import Image, ImageOps
     except ImportError:  # pragma: no cover - Pillow is a dependency; a broken install still gets a clear error
-        raise ImageError(f"{label} needs resizing and Pillow is not installed (pip install pillow)") from None
-    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+        raise ImageError("this image needs resizing and Pillow is not installed (pip install pillow)") from None
+    import warnings
+
+    Image.MAX_IMAGE_PIXELS = max_pixels
+    warnings.filterwarnings("error", category=Image.DecompressionBombWarning)
+    return Image
+
+
+def _reencode(data: bytes, head: Header, limits: ImageLimits, label: str) -> Prepared:
+    Image = _pillow(limits.max_pixels)
     try:
-        with Image.open(io.BytesIO(data)) as opened:
-            original = opened.size
-            opened.seek(0)  # an animated GIF or WebP: its first frame
-            img = ImageOps.exif_transpose(opened.copy()) or opened.copy()
-    except Image.DecompressionBombError:
-        raise ImageError(
-            f"{label} has more pixels than kimi decodes ({MAX_PIXELS:,}); crop or shrink it first"
-        ) from None
+        opened = Image.open(io.BytesIO(data), formats=[head.mime.split("/")[1].upper()])
     except Exception as exc:
-        raise ImageError(f"{label} cannot be decoded as an image ({type(exc).__name__}: {exc})") from None
-    alpha = img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info)
+        raise _decode_error(exc, label, limits) from None
+    with opened:
+        original = opened.size
+        orientation = _orientation(opened, head)
+        if opened.format == "JPEG" and max(original) > 2 * limits.long_edge:
+            # decode a big photo at 1/2, 1/4 or 1/8 scale, never below the size it is sent at
+            ratio = limits.long_edge / max(original)
+            opened.draft(opened.mode, (math.ceil(original[0] * ratio), math.ceil(original[1] * ratio)))
+        try:
+            opened.load()  # the one full-size copy; the first frame of an animation
+        except Exception as exc:
+            raise _decode_error(exc, label, limits) from None
+        alpha = opened.mode in ("RGBA", "LA", "PA") or (opened.mode == "P" and "transparency" in opened.info)
+        img = opened
+        if opened.mode not in RESAMPLED and max(opened.size) > limits.long_edge:  # it will be scaled
+            img = opened.convert(_resampled_mode(opened))
+            opened.close()  # the decoded copy goes once converted: one full-size copy at a time
+        return _fit(img, head.mime, alpha, original, orientation, limits, label)
+
+
+def _decode_error(exc: Exception, label: str, limits: ImageLimits) -> ImageError:
+    from PIL import Image
+
+    if isinstance(exc, (Image.DecompressionBombError, Image.DecompressionBombWarning)):
+        return ImageError(f"{label} has more pixels than kimi decodes ({limits.max_pixels:,}); crop or shrink it")
+    return ImageError(f"{label} cannot be decoded as an image ({type(exc).__name__}: {exc})")
+
+
+def _orientation(opened: Any, head: Header) -> int:
+    try:
+        return int(opened.getexif().get(0x0112, head.orientation))
+    except Exception:
+        return head.orientation
+
+
+def _fit(img: Any, mime: str, alpha: bool, original: tuple[int, int], orientation: int, limits: ImageLimits,
+         label: str) -> Prepared:  # fmt: skip
+    """Scale (then turn upright: turning the small copy is cheap) and encode until it fits the request."""
     edge = min(limits.long_edge, max(img.size))
     try_png = mime != "image/jpeg" or alpha  # graphics stay PNG while that stays small
     while True:
-        scaled = _scaled(img, edge)
+        scaled = _upright(_scaled(img, edge), orientation)
         smallest = 0
         for out_mime, encoded in _encodings(scaled, try_png, alpha, limits):
             if out_mime == "image/png" and not alpha and len(encoded) > limits.keep_bytes:
@@ -299,6 +291,15 @@ def _reencode(data: bytes, mime: str, limits: ImageLimits, label: str) -> Prepar
     )
 
 
+def _upright(img: Any, orientation: int) -> Any:
+    method = TRANSPOSE.get(orientation)
+    if method is None:
+        return img
+    from PIL import Image
+
+    return img.transpose(getattr(Image.Transpose, method))
+
+
 def _scaled(img: Any, edge: int) -> Any:
     from PIL import Image
 
@@ -307,9 +308,12 @@ def _scaled(img: Any, edge: int) -> Any:
         return img
     ratio = edge / max(width, height)
     size = (max(1, round(width * ratio)), max(1, round(height * ratio)))
-    source = img if img.mode in ("RGB", "RGBA", "L", "LA") else img.convert("RGBA" if "A" in img.mode or
-                                                                              img.mode == "P" else "RGB")  # fmt: skip
+    source = img if img.mode in RESAMPLED else img.convert(_resampled_mode(img))
     return source.resize(size, Image.Resampling.LANCZOS)
+
+
+def _resampled_mode(img: Any) -> str:
+    return "RGBA" if "A" in img.mode or img.mode == "P" else "RGB"
 
 
 def _encodings(img: Any, try_png: bool, alpha: bool, limits: ImageLimits) -> Any:
@@ -342,6 +346,8 @@ def prepare_data_url(url: str, limits: ImageLimits, label: str = "image") -> Pre
     comma = url.find(",")
     if not url.startswith("data:") or comma < 0 or ";base64" not in url[:comma]:
         raise ImageError(f"{label} is not a base64 data URL")
+    if len(url) - comma > MAX_IMAGE_BYTES * 4 // 3 + 4:
+        raise ImageError(f"{label} is over the {MAX_IMAGE_BYTES:,}-byte limit for an image")
     try:
         data = base64.b64decode(url[comma + 1 :], validate=False)
     except (binascii.Error, ValueError):

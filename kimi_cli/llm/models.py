@@ -40,6 +40,7 @@ class ModelInfo:
     max_request_bytes: int
     image_patch: int
     image_long_edge: int
+    image_max_pixels: int
     source: str = "the model table"
 
     @property

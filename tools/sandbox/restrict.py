@@ -55,7 +55,8 @@ SETFLAGS_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)
 # go to the supervisor (supervise_meta.py), which applies them only to files in the workspace and private tmp.
 # `xattr`: what sets or removes an extended attribute (POSIX ACLs are one): refused on landlock.
 # `others`: the calls that reach another process of the user's without a ptrace check (Landlock's scope
-# covers signals only): prlimit64 (a core limit, a CPU limit that kills), setpriority, ioprio_set.
+# covers signals only): prlimit64 (a core limit, a CPU limit that kills), and what starves one: setpriority,
+# ioprio_set, and the sched_set* calls (SCHED_IDLE, an affinity to one busy CPU).
 # `signals`: what sends a signal to a pid, or names one for SIGIO (fcntl F_SETOWN). Below Landlock ABI 6 there
 # is no signal scope, so on landlock they go to the supervisor, which lets through only the command's own.
 # `truncate`: truncate(2) by path; Landlock handles it from ABI 3 on, below that it is refused.
@@ -77,7 +78,8 @@ ARCHES: dict[str, dict[str, object]] = {
                  "lchown": 94, "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280},
         "xattr": {"setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
                   "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
-        "others": {"prlimit64": 302, "setpriority": 141, "ioprio_set": 251},
+        "others": {"prlimit64": 302, "setpriority": 141, "ioprio_set": 251, "sched_setparam": 142,
+                   "sched_setscheduler": 144, "sched_setaffinity": 203, "sched_setattr": 314},
         "signals": {"kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
                     "pidfd_send_signal": 424, "fcntl": 72},
         "truncate": 76,
@@ -101,7 +103,8 @@ ARCHES: dict[str, dict[str, object]] = {
         "meta": {"fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchownat": 54, "fchown": 55, "utimensat": 88},
         "xattr": {"setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
                   "fremovexattr": 16, "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
-        "others": {"prlimit64": 261, "setpriority": 140, "ioprio_set": 30},
+        "others": {"prlimit64": 261, "setpriority": 140, "ioprio_set": 30, "sched_setparam": 118,
+                   "sched_setscheduler": 119, "sched_setaffinity": 122, "sched_setattr": 274},
         "signals": {"kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
                     "pidfd_send_signal": 424, "fcntl": 25},
         "truncate": 45,
@@ -165,9 +168,11 @@ def seccomp_program(
     also refuse setsid/setpgid, so nothing leaves the process group that is killed; SysV/POSIX IPC, so no
     shared memory or queue of the host's; prlimit64 on another process (a core limit makes kimi dump its
     memory, the API key with it, and a CPU limit kills it), setpriority/ioprio_set of all the user's
-    processes; extended attributes (POSIX ACLs) and chattr flags. `metadata` (host_ns only) is what
-    happens to chmod/chown/utime calls: "notify" (the supervisor applies them inside the workspace only),
-    "deny" (refused: root without a supervisor, where they would reach every file of the host) or "allow".
+    processes, and the priority, I/O priority, scheduler or affinity of another process (pid 0 passes,
+    another pid goes where prlimit64's does: to the supervisor, or refused); extended attributes (POSIX
+    ACLs) and chattr flags. `metadata` (host_ns only) is what happens to chmod/chown/utime calls: "notify"
+    (the supervisor applies them inside the workspace only), "deny" (refused: root without a supervisor,
+    where they would reach every file of the host) or "allow".
     `signals` (host_ns, a Landlock without the signal scope of ABI 6): "notify" (kill/tgkill/... of any pid
     but the caller's own group, and F_SETOWN, go to the supervisor), "deny" (only pid 0, the caller's own
     group, may be signalled) or "allow". `truncate=False` (Landlock ABI < 3) sends truncate(2) by path where
@@ -205,6 +210,8 @@ def seccomp_program(
         prog.append((JEQ_K, others["prlimit64"], "prlimit", None))
         prog.append((JEQ_K, others["setpriority"], "prio", None))
         prog.append((JEQ_K, others["ioprio_set"], "ioprio", None))
+        for name in ("sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr"):
+            prog.append((JEQ_K, others[name], "sched", None))
     for name in ("clone3", "openat2"):
         prog.append((JEQ_K, int(spec[name]), "enosys", None))  # type: ignore[call-overload]
     prog.append((JEQ_K, int(spec["socket"]), "socket", None))  # type: ignore[call-overload]
@@ -259,12 +266,20 @@ def seccomp_program(
         prog.append((JEQ_K, 0, None, other))
         prog.append((LD_W_ABS, _arg(2) + 4, None, None))
         prog.append((JEQ_K, 0, "allow", other))
-        labels["prio"] = len(prog)  # setpriority(which, who, prio): never PRIO_USER, every process of the user
+        # setpriority(which, who, prio), ioprio_set(which, who, ioprio): never the USER kind (every process of
+        # the user); who 0 is the caller itself or its own group; another who goes where prlimit64's does.
+        labels["prio"] = len(prog)
         prog.append((LD_W_ABS, _arg(0), None, None))
-        prog.append((JEQ_K, PRIO_USER, "eperm", "allow"))
+        prog.append((JEQ_K, PRIO_USER, "eperm", "who"))
         labels["ioprio"] = len(prog)
         prog.append((LD_W_ABS, _arg(0), None, None))
-        prog.append((JEQ_K, IOPRIO_WHO_USER, "eperm", "allow"))
+        prog.append((JEQ_K, IOPRIO_WHO_USER, "eperm", "who"))
+        labels["who"] = len(prog)
+        prog.append((LD_W_ABS, _arg(1), None, None))
+        prog.append((JEQ_K, 0, "allow", other))
+        labels["sched"] = len(prog)  # sched_set*(pid, ...): 0 is the calling thread
+        prog.append((LD_W_ABS, _arg(0), None, None))
+        prog.append((JEQ_K, 0, "allow", other))
     labels["clone"] = len(prog)
     prog.append((LD_W_ABS, _arg(0), None, None))
     prog.append((JSET_K, NEW_NAMESPACES, "eperm", "allow"))

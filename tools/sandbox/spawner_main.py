@@ -65,9 +65,11 @@ class Spawner:
         for fd in (sock.fileno(), self.wake_r, self.intake.fileno()):
             self.poller.register(fd, select.POLLIN)
         calls = meta.MetaCalls(names, config["roots"], hidden, supervise.thread_pidfd, supervise.as_seen_by)
-        prlimit = spec["others"]["prlimit64"]
+        on_process = {nr: name for name, nr in spec["others"].items()}  # prlimit64, setpriority, sched_set*...
         signals = {} if scoped else {nr: name for name, nr in spec["signals"].items()}
-        self.supervisor = supervise.Supervisor(self.poller, config["roots"], network, hidden, calls, prlimit, signals)
+        self.supervisor = supervise.Supervisor(
+            self.poller, config["roots"], network, hidden, calls, on_process, signals
+        )
 
     def shutdown(self, *_: object) -> None:
         for pid in self.groups:

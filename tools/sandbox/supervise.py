@@ -42,6 +42,8 @@ PIDFD_THREAD = os.O_EXCL
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 SOL_SOCKET, SO_DOMAIN, SO_ERROR = 1, 39, 4
 RETRY_S = 0.02
+# setpriority's PRIO_PROCESS/PRIO_PGRP, ioprio_set's IOPRIO_WHO_PROCESS/IOPRIO_WHO_PGRP (the USER kinds never get here)
+PROCESS_KIND, GROUP_KIND = {"setpriority": 0, "ioprio_set": 1}, {"setpriority": 1, "ioprio_set": 2}
 MAX_PENDING = 128  # connects waiting at once (two fds each): a command's flood must not exhaust the spawner
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -74,7 +76,7 @@ class Supervisor:
         network: bool,
         hidden: list[str] | None = None,
         meta: MetaCalls | None = None,
-        prlimit_nr: int = -1,
+        pid_calls: dict[int, str] | None = None,
         signals: dict[int, str] | None = None,
     ) -> None:
         self.poller = poller
@@ -82,7 +84,7 @@ class Supervisor:
         self.hidden = [os.path.normpath(h) for h in hidden or []]  # a workspace that is ~ holds ~/.ssh's sockets
         self.network = network
         self.meta = meta  # supervise_meta.MetaCalls: chmod/chown/utime, when the filter sends them here
-        self.prlimit_nr = prlimit_nr
+        self.pid_calls = pid_calls or {}  # syscall number -> name: prlimit64, setpriority, sched_set*...
         self.signals = signals or {}  # syscall number -> name, when the filter sends signals here (ABI < 6)
         self.listeners: set[int] = set()
         self.pending: dict[int, Pending] = {}  # by our copy of the socket
@@ -122,8 +124,8 @@ class Supervisor:
             return  # withdrawn (a signal) or the command is gone
         nid, tid = struct.unpack_from("=QI", notif, 0)
         nr = struct.unpack_from("=i", notif, 16)[0]
-        if nr == self.prlimit_nr:
-            self._prlimit(listener, nid, tid, _int(struct.unpack_from("=Q", notif, 32)[0]))
+        if nr in self.pid_calls:
+            self._on_process(listener, nid, tid, self.pid_calls[nr], struct.unpack_from("=2Q", notif, 32))
             return
         if nr in self.signals:
             self._signal(listener, nid, tid, self.signals[nr], struct.unpack_from("=6Q", notif, 32))
@@ -156,13 +158,19 @@ class Supervisor:
         except Exception:
             self._done(pending, errno.EACCES)
 
-    def _prlimit(self, listener: int, nid: int, tid: int, pid: int) -> None:
-        """prlimit64 on a pid: only a process of the caller's own command (the same process group, which no
-        command can leave), never kimi or the spawner (a core limit would dump kimi's memory, the API key
-        with it; a CPU limit kills). The decision rests on the pid, a register the caller cannot change, so
-        the kernel may run the call itself (CONTINUE), with the caller's own rights."""
+    def _on_process(self, listener: int, nid: int, tid: int, name: str, args: tuple[int, ...]) -> None:
+        """prlimit64, setpriority, ioprio_set or sched_set* on another pid (or group): only on the caller's own
+        command (its process group, which no command can leave), never kimi or the spawner (a core limit would
+        dump kimi's memory, the API key with it; a CPU limit kills; SCHED_IDLE or a nice of 19 starves). The
+        decision rests on registers the caller cannot change, so the kernel runs the call itself (CONTINUE),
+        with the caller's own rights."""
         try:
-            same = _pgid(pid) == _pgid(tid)
+            own = _pgid(tid)
+            if name in ("setpriority", "ioprio_set"):  # (which, who): a process, or a group by its id
+                which, who = _int(args[0]), _int(args[1])
+                same = who == own if which == GROUP_KIND[name] else which == PROCESS_KIND[name] and _pgid(who) == own
+            else:  # prlimit64 and sched_set*: (pid, ...), a thread's id too
+                same = _pgid(_int(args[0])) == own
         except OSError:
             same = False
         if same and _id_valid(listener, nid):

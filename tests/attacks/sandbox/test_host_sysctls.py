@@ -55,6 +55,17 @@ def test_bwrap_binds_the_host_wide_corners_of_proc_read_only_right_after_proc() 
     assert PROC_READ_ONLY == ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 
 
+def test_landlock_grants_no_write_anywhere_under_proc(tmp_path: Path) -> None:
+    """Landlock's half: /proc is only ever granted read rights, so a sysctl's open for writing is refused
+    whatever uid the command has (the rig test below proves it on the real kernel)."""
+    from kimi_cli.tools.sandbox.landlock_rules import WRITE_FILE, landlock_plan
+
+    (tmp_path / "ws").mkdir()
+    policy = build_policy(tmp_path / "ws", tmp_path / "t", environ={"HOME": str(tmp_path)})
+    under = [g for g in landlock_plan(policy, 7).grants if g.path == "/proc" or g.path.startswith("/proc/")]
+    assert under and not any(g.access & WRITE_FILE for g in under), under
+
+
 def test_a_sysctl_does_not_open_for_writing_from_a_command(rig: Rig) -> None:
     result = rig.run(OPEN_FOR_WRITING)
     assert "refused /proc/sys/kernel/core_pattern" in result.output, result.output

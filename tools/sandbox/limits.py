@@ -6,14 +6,16 @@ from typing import Any
 
 COMMON = (
     "environment by allowlist; credential-looking values and kimi's key never pass",
-    "hidden: the credential stores in hidden_paths.txt and sandbox.hidden_paths",
+    "hidden: the credential stores in hidden_paths.txt and sandbox.hidden_paths, under $HOME, the real home "
+    "(the password database's) and where XDG_*_HOME move ~/.config, ~/.local/share, ~/.local/state, ~/.cache",
+    "/proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only: no sysctl write, as root too",
     "seccomp: no setuid/setgid bits, no new namespaces, no TIOCSTI, no unix datagram or vsock sockets",
 )
 ENFORCES: dict[str, tuple[str, ...]] = {
     "bwrap": (
         "writes only in the workspace and a private /tmp; .git and .kimi mounted read-only",
         "host sockets: /run and /var/run empty, /tmp private, other listening sockets covered",
-        "own pid and network namespaces (network off); all capabilities dropped",
+        "own pid and network namespaces (network off): kimi's pid names nothing; all capabilities dropped",
     ),
     "landlock": (
         "writes only in the workspace and a private tmp (Landlock); reads everywhere but hidden paths",
@@ -22,12 +24,15 @@ ENFORCES: dict[str, tuple[str, ...]] = {
         "/proc/PID of processes outside the command is closed (Landlock's ptrace rule); no ptrace, "
         "process_vm_*, landlock_* syscalls; no setsid, so nothing leaves the process group that is killed",
         "chmod, chown and timestamps change only files in the workspace and private tmp (the supervisor applies "
-        "them, as root too); no xattrs, ACLs or chattr flags; prlimit only on the command's own processes",
+        "them, as root too); no xattrs, ACLs or chattr flags",
+        "prlimit, priority, scheduler, affinity and I/O priority (renice, chrt, taskset, ionice) only on the "
+        "command's own processes (the supervisor decides by process group)",
         "nothing outlives kimi: a kill -9 of kimi takes every command and background task with it",
     ),
     "docker": (
         "only the workspace is mounted (.git and .kimi read-only): no host socket, no home",
         "network none unless allowed; read-only root; capabilities dropped; memory and pids limits",
+        "/proc's read-only corners are checked in the container's mount table before the first command",
         "the container dies with kimi (its pid 1 reads a stdin kimi holds open)",
     ),
     "none": (),

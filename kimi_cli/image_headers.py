@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PNG_IEND = b"\x00\x00\x00\x00IEND\xaeB`\x82"
 MAX_STEPS = 1_000_000  # chunks, blocks or sub-blocks one walk may visit: a real file needs far fewer
 MAX_IFDS = 64
 MAX_IFD_ENTRIES = 4096  # tags read per directory (a real one has a few dozen)
@@ -87,7 +88,10 @@ def without_metadata(data: bytes, mime: str) -> bytes | None:
     (an animation, a structure the walk does not know)."""
     try:
         if mime == "image/png":
-            return b"".join([PNG_MAGIC, *(data[s:e] for kind, _a, _b, s, e in _png_chunks(data) if kind in PNG_KEEP)])
+            kept = [data[s:e] for kind, _a, _b, s, e in _png_chunks(data) if kind in PNG_KEEP]
+            if not kept or kept[-1][4:8] != b"IEND":
+                kept.append(PNG_IEND)
+            return b"".join([PNG_MAGIC, *kept])
         if mime == "image/jpeg":
             return _jpeg_clean(data)
         if mime == "image/gif":
@@ -103,13 +107,17 @@ def without_metadata(data: bytes, mime: str) -> bytes | None:
 
 
 def _png_chunks(data: bytes) -> Iterator[tuple[bytes, int, int, int, int]]:
-    """(type, payload start, payload end, chunk start, chunk end) of each chunk, by the chunks' lengths."""
-    pos, steps = 8, 0
+    """(type, payload start, payload end, chunk start, chunk end) of each chunk, by the chunks' lengths.
+    A broken chunk after the pixels ends the walk, as it ends a decoder's; before them it is an error."""
+    pos, steps, pixels = 8, 0, False
     while pos + 12 <= len(data):
         length = int.from_bytes(data[pos : pos + 4], "big")
         if length > 0x7FFFFFFF or (steps := steps + 1) > MAX_STEPS:
+            if pixels:
+                return
             raise ValueError("broken chunk")
         kind, end = data[pos + 4 : pos + 8], pos + 12 + length
+        pixels = pixels or kind == b"IDAT"
         yield kind, pos + 8, min(pos + 8 + length, len(data)), pos, min(end, len(data))
         if kind == b"IEND" or end > len(data):  # the end, or a cut-off file (a data URL's first bytes)
             return
@@ -138,10 +146,12 @@ def _png(data: bytes) -> Header:
 
 def _jpeg_segments(data: bytes) -> Iterator[tuple[int, int, int]]:
     """(marker, start, end) of each segment; entropy-coded data after an SOS is part of that SOS's span.
-    Ends at EOI (the bytes after it are not the picture's)."""
-    pos, steps = 2, 0
+    Ends at EOI (the bytes after it are not the picture's), or at a broken segment after a scan."""
+    pos, steps, scanned = 2, 0, False
     while pos + 2 <= len(data):
         if (steps := steps + 1) > MAX_STEPS or data[pos] != 0xFF:
+            if scanned:
+                return
             raise ValueError("broken segment")
         marker = data[pos + 1]
         if marker == 0xFF:  # fill byte
@@ -159,6 +169,7 @@ def _jpeg_segments(data: bytes) -> Iterator[tuple[int, int, int]]:
             yield marker, pos, len(data)
             return
         if marker == 0xDA:  # the scan runs until the next real marker
+            scanned = True
             found = JPEG_MARKER.search(data, end)
             end = found.start() if found else len(data)
         yield marker, pos, end
@@ -200,11 +211,13 @@ def _gif_blocks(data: bytes) -> Iterator[tuple[int, int, int, tuple[int, int] | 
     label), 0x2C images (with left+width, top+height), 0x3B the trailer."""
     flags = data[10]
     pos = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
-    steps = 0
+    steps, images = 0, False
     while pos < len(data):
         if (steps := steps + 1) > MAX_STEPS:
             raise ValueError("too many blocks")
         kind = data[pos]
+        if kind not in (0x21, 0x2C, 0x3B) and images:  # junk after a picture ends it, as it ends a decoder
+            return
         if kind == 0x3B:
             yield kind, pos, pos + 1, None
             return
@@ -215,6 +228,7 @@ def _gif_blocks(data: bytes) -> Iterator[tuple[int, int, int, tuple[int, int] | 
             left, top, width, height, image_flags = struct.unpack("<HHHHB", data[pos + 1 : pos + 10])
             table = 3 << ((image_flags & 7) + 1) if image_flags & 0x80 else 0
             end = _sub_blocks(data, pos + 10 + table + 1)  # after the LZW minimum code size
+            images = True
             yield kind, pos, end, (left + width, top + height)
         else:
             raise ValueError("unknown block")
@@ -250,6 +264,8 @@ def _gif_clean(data: bytes) -> bytes:
     for kind, start, end, _extent in _gif_blocks(data):
         if kind in (0x2C, 0x3B, 0x21F9):  # images, the trailer, graphic control (transparency, delay)
             parts.append(data[start:end])
+    if parts[-1] != b";":
+        parts.append(b";")
     return b"".join(parts)
 
 

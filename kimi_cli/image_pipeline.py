@@ -37,14 +37,21 @@ MAX_IMAGE_BYTES = 20 * 1024 * 1024  # an image file or decoded data URL
 MIN_LONG_EDGE = 256  # shrinking to fit the request cap stops here
 JPEG_QUALITIES = (85, 70, 50)
 RESAMPLED = ("RGB", "RGBA", "L", "LA")  # modes LANCZOS scaling takes as they are
+PREMULTIPLIED = {"RGBA": "RGBa", "LA": "La"}  # what Pillow scales transparent pictures in (its own copy, else)
+# Full-size canvases a format's decoder holds at once: Pillow reads every WebP through libwebp's animation
+# decoder (its canvas, the previous one, the frame's bytes and the image), so a WebP gets a quarter of the cap.
+DECODE_CANVASES = {"image/webp": 4}
 SUPPORTED = ("image/png", "image/jpeg", "image/webp", "image/gif")
 # Pillow's exif_transpose, by EXIF orientation
 TRANSPOSE = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE", 6: "ROTATE_270",
              7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
 # Decoding is the costly part (a 50M-pixel RGBA picture is 200 MB): one at a time in the whole process,
-# however many reads the model asks for at once.
+# however many reads the model asks for at once, and always on the same thread, so that glibc serves every
+# decode from one arena (kimi keeps freed buffers up to 32 MB in the heap: kimi_cli.malloc_tuning) instead
+# of leaving a decode's worth of freed pages in each caller thread's arena.
 DECODES_AT_ONCE = 1
-_decoding = threading.BoundedSemaphore(DECODES_AT_ONCE)
+_decoder_lock = threading.Lock()
+_decoder: Any = None
 
 
 class ImageError(ValueError):
@@ -200,15 +207,35 @@ def prepare(data: bytes, limits: ImageLimits, label: str = "image") -> Prepared:
     if head.size is None:
         raise ImageError(f"{label} cannot be decoded as an image: its headers do not give its size")
     width, height = head.size
-    if width * height > limits.max_pixels:
-        raise ImageError(f"{label} is {width}x{height} pixels, more than kimi decodes ({limits.max_pixels:,}); "
+    if width * height > (cap := pixel_cap(head.mime, limits)):
+        raise ImageError(f"{label} is {width}x{height} pixels, more than kimi decodes ({cap:,}); "
                          "crop or shrink it first")  # fmt: skip
     if max(head.size) <= limits.long_edge and len(data) <= limits.keep_bytes and head.frames == 1:
         clean = without_metadata(data, head.mime) if head.orientation == 1 else None
         if clean is not None:
             return Prepared(head.mime, clean, width, height, head.size, changed=False)
-    with _decoding:  # one decode at a time, process-wide
-        return _reencode(data, head, limits, label)
+    return _on_decoder(_reencode, data, head, limits, label)
+
+
+def pixel_cap(mime: str, limits: ImageLimits) -> int:
+    """The most pixels a picture of this format may declare: the model table's cap, per decoded canvas."""
+    return limits.max_pixels // DECODE_CANVASES.get(mime, 1)
+
+
+def _on_decoder(work: Any, *args: Any) -> Prepared:
+    """Run `work` on the process's one decoding thread and wait for it; freed pages go back afterwards."""
+    global _decoder
+    with _decoder_lock:
+        if _decoder is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _decoder = ThreadPoolExecutor(max_workers=DECODES_AT_ONCE, thread_name_prefix="kimi-image-decode")
+    try:
+        return _decoder.submit(work, *args).result()  # type: ignore[no-any-return]
+    finally:
+        from kimi_cli.malloc_tuning import release_free_pages
+
+        release_free_pages()
 
 
 def _pillow(max_pixels: int) -> Any:
@@ -225,11 +252,13 @@ def _pillow(max_pixels: int) -> Any:
 
 
 def _reencode(data: bytes, head: Header, limits: ImageLimits, label: str) -> Prepared:
-    Image = _pillow(limits.max_pixels)
+    assert head.mime is not None
+    cap = pixel_cap(head.mime, limits)
+    Image = _pillow(cap)
     try:
         opened = Image.open(io.BytesIO(data), formats=[head.mime.split("/")[1].upper()])
     except Exception as exc:
-        raise _decode_error(exc, label, limits) from None
+        raise _decode_error(exc, label, cap) from None
     with opened:
         original = opened.size
         orientation = _orientation(opened, head)
@@ -240,20 +269,32 @@ def _reencode(data: bytes, head: Header, limits: ImageLimits, label: str) -> Pre
         try:
             opened.load()  # the one full-size copy; the first frame of an animation
         except Exception as exc:
-            raise _decode_error(exc, label, limits) from None
+            raise _decode_error(exc, label, cap) from None
         alpha = opened.mode in ("RGBA", "LA", "PA") or (opened.mode == "P" and "transparency" in opened.info)
         img = opened
-        if opened.mode not in RESAMPLED and max(opened.size) > limits.long_edge:  # it will be scaled
-            img = opened.convert(_resampled_mode(opened))
-            opened.close()  # the decoded copy goes once converted: one full-size copy at a time
+        if max(opened.size) > limits.long_edge:  # it will be scaled: into a mode that scales without a copy
+            for mode in _scaling_modes(opened.mode):
+                converted = img.convert(mode)
+                img.close()  # the previous full-size copy goes at once: at most two exist, for a moment
+                img = converted
         return _fit(img, head.mime, alpha, original, orientation, limits, label)
 
 
-def _decode_error(exc: Exception, label: str, limits: ImageLimits) -> ImageError:
+def _scaling_modes(mode: str) -> list[str]:
+    """The conversions before scaling (premultiplied alpha, as Pillow would make itself, in a second copy)."""
+    if mode in PREMULTIPLIED:
+        return [PREMULTIPLIED[mode]]
+    if mode in RESAMPLED:
+        return []
+    wide = "RGBA" if "A" in mode or mode == "P" else "RGB"
+    return [wide, PREMULTIPLIED[wide]] if wide in PREMULTIPLIED else [wide]
+
+
+def _decode_error(exc: Exception, label: str, cap: int) -> ImageError:
     from PIL import Image
 
     if isinstance(exc, (Image.DecompressionBombError, Image.DecompressionBombWarning)):
-        return ImageError(f"{label} has more pixels than kimi decodes ({limits.max_pixels:,}); crop or shrink it")
+        return ImageError(f"{label} has more pixels than kimi decodes ({cap:,}); crop or shrink it")
     return ImageError(f"{label} cannot be decoded as an image ({type(exc).__name__}: {exc})")
 
 
@@ -308,12 +349,12 @@ def _scaled(img: Any, edge: int) -> Any:
         return img
     ratio = edge / max(width, height)
     size = (max(1, round(width * ratio)), max(1, round(height * ratio)))
-    source = img if img.mode in RESAMPLED else img.convert(_resampled_mode(img))
-    return source.resize(size, Image.Resampling.LANCZOS)
-
-
-def _resampled_mode(img: Any) -> str:
-    return "RGBA" if "A" in img.mode or img.mode == "P" else "RGB"
+    source = img
+    for mode in _scaling_modes(img.mode) if img.mode not in PREMULTIPLIED.values() else []:
+        source = source.convert(mode)  # a small picture shrunk to fit the request: copies cost little
+    scaled = source.resize(size, Image.Resampling.LANCZOS)
+    straight = {v: k for k, v in PREMULTIPLIED.items()}.get(scaled.mode)
+    return scaled.convert(straight) if straight else scaled
 
 
 def _encodings(img: Any, try_png: bool, alpha: bool, limits: ImageLimits) -> Any:

@@ -6,8 +6,6 @@ so features add their own commands the same way. Settings commands are in comman
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.table import Table
 from rich.text import Text
 
@@ -191,26 +189,20 @@ class SlashCommands:
                 Text("usage: /image PATH: attaches an image to your next message (@shot.png in a message works too)")
             )
             return
-        path = Path(arg).expanduser()
-        path = path if path.is_absolute() else self.app.runtime.workdir / path
         from kimi_cli.image_pipeline import prepare
+        from kimi_cli.images import named_by_user, read_attachment
 
         limits = self.app.runtime.image_limits()
-        try:
-            prepared = prepare(path.read_bytes(), limits, str(path))  # sized as it will be sent
-        except IsADirectoryError:
-            self.console.print(visible_text(f"{arg} is a folder, not an image", "yellow"))
-            return
-        except FileNotFoundError:
-            self.console.print(visible_text(f"image not found: {arg}", "yellow"))
-            return
-        except OSError as exc:
-            self.console.print(visible_text(f"cannot read image {arg}: {exc.strerror}", "yellow"))
+        try:  # read as it will be sent: inside the workspace no-follow, or your own file by absolute path
+            item = named_by_user(arg, self.app.runtime.workdir)
+            prepared = prepare(read_attachment(item, self.app.runtime.workdir), limits, arg)  # sized as sent
+        except KimiError as exc:
+            self.console.print(visible_text(str(exc).removeprefix("cannot attach image: "), "yellow"))
             return
         except ValueError as exc:
             self.console.print(visible_text(str(exc), "yellow"))
             return
-        self.app.pending_images.append(str(path))
+        self.app.pending_images.append(arg)
         tokens = prepared.tokens(limits.patch)
         self.console.print(
             visible_text(f"attached {arg} ({prepared.note()}, ~{tokens:,} tokens); it goes with your next message")

@@ -251,3 +251,35 @@ def test_a_picture_that_cannot_fit_the_request_is_refused_before_any_request(
     assert proc.returncode == 2 and "does not fit the request cap" in proc.stderr, proc.stderr
     assert server.requests == []
     assert "Traceback" not in proc.stderr
+
+
+def test_a_4k_screenshot_keeps_its_quality_when_downscaled() -> None:
+    import numpy as np
+    from skimage.metrics import structural_similarity
+
+    source = screenshot(3840, 2160)
+    out = prepare(encode(source), ImageLimits())
+    reference = np.asarray(source.resize((2048, 1152), Image.Resampling.LANCZOS).convert("L"))
+    sent = np.asarray(decode(out.data).convert("L"))
+    assert structural_similarity(reference, sent, data_range=255) > 0.97  # 0.978, as before the bounds
+
+
+@pytest.mark.parametrize(
+    ("fmt", "options", "marks"),
+    [("PNG", {"exif": b"Exif\x00\x00MM\x00*\x00\x00\x00\x08\x00\x00"}, [b"eXIf", b"tEXt", b"TEXT-META"]),
+     ("GIF", {"comment": b"COMMENT-META"}, [b"COMMENT-META"]),
+     ("WEBP", {"lossless": True, "exif": b"Exif\x00\x00MM\x00*\x00\x00\x00\x08\x00\x00", "xmp": b"<x>XMP-META</x>"},
+      [b"EXIF", b"XMP-META"])],
+)  # fmt: skip
+def test_a_picture_kept_as_it_is_loses_its_metadata_and_no_pixel(fmt: str, options: dict, marks: list[bytes]) -> None:
+    from PIL import PngImagePlugin
+
+    if fmt == "PNG":
+        info = PngImagePlugin.PngInfo()
+        info.add_text("Comment", "TEXT-META")
+        options = {**options, "pnginfo": info}
+    data = encode(screenshot(300, 200), fmt, **options)
+    assert all(mark in data for mark in marks)
+    out = prepare(data, ImageLimits())
+    assert not out.changed and not any(mark in out.data for mark in marks)
+    assert decode(out.data).convert("RGBA").tobytes() == decode(data).convert("RGBA").tobytes()

@@ -62,8 +62,8 @@ def bwrap_argv(
     # /proc/sys (0555) fails that even for root, whose sysctl writes check only euid 0 (a root command wrote
     # core_pattern, and the host kernel ran a workspace script as real root). The source is kimi's /proc: a
     # sysctl answers for the namespaces of whoever reads it, so the sandbox still sees its own there.
-    for path in PROC_READ_ONLY:  # -try: a kernel may lack one (no sysrq, no /proc/bus)
-        argv += ["--ro-bind-try", path, path]
+    for corner in PROC_READ_ONLY:  # -try: a kernel may lack one (no sysrq, no /proc/bus)
+        argv += ["--ro-bind-try", corner, corner]
     for folder in folders:  # the docker socket, D-Bus, systemd, and the user's runtime dir
         argv += ["--tmpfs", folder]
     for kept in keep:

@@ -50,7 +50,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
     async def run(self, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.tools.editor_files import editor_files
 
-        path = ctx.workspace.resolve(params.path)
+        path = ctx.workspace.resolve_write(params.path)  # never into .git or .kimi
         editor = editor_files(ctx)
         async with file_lock(ctx, str(path)):
             if editor is not None and path.is_file():

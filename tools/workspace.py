@@ -39,6 +39,19 @@ class Workspace:
             )
         return real
 
+    def resolve_write(self, path: str) -> Path:
+        """resolve() for a tool that writes or deletes: also refused when the path as given, or where its links
+        lead, passes through a folder of kimi_cli.tools.protected (.git, .kimi) at any depth, in any case."""
+        from kimi_cli.tools.protected import below, protected_part, refusal
+
+        real = self.resolve(path)
+        given = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
+        for rel in (below(self.root, given if given.is_absolute() else self.root / given), self.rel(real)):
+            part = protected_part(rel) if rel is not None else None
+            if part is not None:
+                raise ToolError(refusal(path, part))
+        return real
+
     def rel(self, path: Path) -> str:
         """A resolved path as the workspace-relative string that safe_fs opens ("" for the root).
         String slicing, not Path.relative_to: this runs on every file tool call."""

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kimi_cli.tools.base import ToolError
-
-PROTECTED = {".git", ".kimi"}
+from kimi_cli.tools.protected import protected_part, refusal
 
 
 def check_editor_write(root: Path, path: Path) -> None:
@@ -22,8 +21,6 @@ def check_editor_write(root: Path, path: Path) -> None:
         parts = target.resolve().relative_to(root).parts
     except ValueError:
         raise ToolError(f"refused: {path} is outside the workspace {root}") from None
-    if any(part.casefold() in PROTECTED for part in parts):
-        raise ToolError(
-            f"refused: {path} is inside .git/ or .kimi/, which the editor does not write for the agent "
-            "(what is there decides what git and kimi run); use the Git tool or ask the user"
-        )
+    part = protected_part("/".join(parts))  # the table the file tools and the sandbox share
+    if part is not None:
+        raise ToolError(refusal(str(path), part))

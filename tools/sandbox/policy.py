@@ -7,12 +7,13 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kimi_cli.tools.protected import PROTECTED_NAMES
 from kimi_cli.tools.sandbox.env import SANE_PATH, EnvNotice, sandbox_env
 from kimi_cli.tools.sandbox.hidden import default_entries, existing, home_roots, homes, patterns
 
 __all__ = ["PROC_READ_ONLY", "SANE_PATH", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
 
-PROTECTED = (".git", ".kimi")  # read-only to commands inside the writable workspace
+PROTECTED = PROTECTED_NAMES  # read-only to commands inside the writable workspace (the file tools' table too)
 # The host-wide corners of /proc that a command must never write, on every backend: sysctls (a root command
 # that writes kernel.core_pattern makes the host kernel run a program as real root), sysrq, interrupt and
 # bus settings, file-system tunables. bwrap binds them read-only itself; Docker's are checked at start;

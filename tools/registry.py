@@ -36,11 +36,16 @@ class PreparedCall:
 
 
 def _canonical(name: str, raw: str) -> tuple[str, Any, str | None]:
-    """(key, decoded arguments, JSON error message) for raw arguments."""
+    """(key, decoded arguments, JSON error message) for raw arguments, decoded within jsonsafe's bounds
+    (1,000 nested arrays must be an answer the model can read, not a RecursionError)."""
+    from kimi_cli.jsonsafe import loads
+
     try:
-        args = json.loads(raw) if raw.strip() else {}
+        args = loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
         return f"{name}\x00{raw.strip()}", None, f"{exc.msg} at position {exc.pos}"
+    except ValueError as exc:  # too deep, too long, NaN
+        return f"{name}\x00{raw.strip()}", None, str(exc)
     return f"{name}\x00{json.dumps(args, sort_keys=True, separators=(',', ':'))}", args, None
 
 

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kimi_cli import jsonsafe
 from kimi_cli.tools.base import ToolFacts, ToolResult
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
 
@@ -41,7 +42,7 @@ def _wider(new: ToolFacts, old: ToolFacts) -> bool:
 
 def _input_of(call: PreparedCall) -> Any:
     try:
-        return json.loads(call.arguments) if call.arguments.strip() else {}
+        return jsonsafe.loads(call.arguments) if call.arguments.strip() else {}
     except ValueError:
         return call.arguments
 

@@ -8,11 +8,12 @@ Nothing here reads files: specifiers come from the scan, package.json and go.mod
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+
+from kimi_cli import jsonsafe
 
 JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
 JS_IMPORT = re.compile(r"""(?:\bfrom|\bimport|\brequire[ \t]*\(|\bimport[ \t]*\()[ \t]*['"]([^'"\n]{1,200})['"]""")
@@ -64,7 +65,7 @@ class Resolver:
                     self.go_modules.append((found.group(1), posixpath.dirname(path)))
                 continue
             try:
-                manifest = json.loads(text)
+                manifest = jsonsafe.loads(text)
             except ValueError:
                 continue
             if isinstance(manifest, dict) and isinstance(manifest.get("name"), str):

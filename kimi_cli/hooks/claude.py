@@ -15,11 +15,11 @@ hooks (config.toml) get kimi's names and inputs.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from kimi_cli import jsonsafe
 from kimi_cli.hooks.config import DEFAULT_TIMEOUT, EVENTS, Hook
 
 PROJECT_FILES = (".claude/settings.json", ".claude/settings.local.json")
@@ -38,7 +38,7 @@ def read_settings(path: Path, workdir: Path | None = None) -> object:
             from kimi_cli.settings_read import read_settings_bytes
 
             data = read_settings_bytes(path, MAX_SETTINGS_BYTES)
-        parsed = json.loads(data)
+        parsed = jsonsafe.loads(data)
     except (OSError, ValueError):
         return None
     return parsed.get("hooks") if isinstance(parsed, dict) else None

@@ -12,10 +12,10 @@ Several hooks merge: any block blocks, deny beats ask beats allow, the last `upd
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kimi_cli import jsonsafe
 from kimi_cli.hooks.runner import HookRun
 
 PLAIN_STDOUT_IS_CONTEXT = ("UserPromptSubmit", "SessionStart")
@@ -52,7 +52,7 @@ def _json_answer(stdout: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        data = json.loads(text)
+        data = jsonsafe.loads(text)
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -9,11 +9,11 @@ OpenAI-compatible servers end their stream that way.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from kimi_cli import jsonsafe
 from kimi_cli.llm.failures import HTTPFailure, StreamIncomplete
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -103,7 +103,7 @@ def chunk_from_event(event: ServerSentEvent) -> dict[str, Any] | None:
     if not payload or payload == "[DONE]":
         return None
     try:
-        chunk = json.loads(payload)
+        chunk = jsonsafe.loads(payload)
     except ValueError as exc:
         if event.event == "error":
             raise HTTPFailure(500, payload[:2000]) from None

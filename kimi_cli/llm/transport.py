@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kimi_cli import jsonsafe
 from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure
 from kimi_cli.llm.sse import SSEDecoder, chunk_from_event
 
@@ -32,7 +33,7 @@ def error_message(raw: bytes) -> str:
     """The server's own words from an error body: {"error": {"message"}} or {"message"} or the text."""
     text = raw[:ERROR_BODY_CAP].decode("utf-8", errors="replace").strip()
     try:
-        data = json.loads(text)
+        data = jsonsafe.loads(text)
     except ValueError:
         return text or "(empty body)"
     if isinstance(data, dict):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+from kimi_cli import jsonsafe
+
 DROP = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "iframe", "button")
 
 
@@ -48,7 +50,7 @@ def render_body(content_type: str, body: bytes) -> str:
         return html_to_markdown(text)
     if kind == "application/json" or kind.endswith("+json"):
         try:
-            return json.dumps(json.loads(text), indent=1, ensure_ascii=False)
+            return json.dumps(jsonsafe.loads(text), indent=1, ensure_ascii=False)
         except ValueError:
             return text
     if kind.startswith("text/") or kind in ("application/xml", "application/javascript", "application/x-yaml", ""):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kimi_cli import jsonsafe
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.web.addresses import host_matches
@@ -139,6 +139,6 @@ class SearchWeb(Tool[SearchArgs]):
     @staticmethod
     def tokens(raw_arguments: str) -> int:
         try:
-            return int(json.loads(raw_arguments).get("usage", {}).get("total_tokens", 0))
+            return int(jsonsafe.loads(raw_arguments).get("usage", {}).get("total_tokens", 0))
         except (ValueError, AttributeError, TypeError):
             return 0

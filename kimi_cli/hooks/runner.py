@@ -4,6 +4,10 @@ the event's JSON on stdin, and reads the exit code, stdout and stderr, within th
 Several matching hooks run at once (threads: each waits on its own process). A hook that times out has its
 whole process group killed; one that cannot start is reported like one that failed. Nothing here raises:
 a broken hook is a result, never the end of the session. A cancelled turn kills the hooks it started.
+
+Output is read as it comes, never all at once: each stream keeps its first OUTPUT_CAP bytes and the rest is
+read and dropped (a hook that `cat`s a 2 GB file costs a pipe buffer, not 2 GB), until the hook exits or its
+timeout kills it; the kept text then says where it was cut and how much there was.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import asyncio
 import contextlib
 import json
 import os
+import selectors
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,9 +67,29 @@ def _encode(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", errors="surrogateescape")
 
 
-def _cap(data: bytes) -> str:
-    text = data[:OUTPUT_CAP].decode("utf-8", errors="replace")
-    return text + ("\n[... output cut]" if len(data) > OUTPUT_CAP else "")
+KILL_GRACE = 5.0  # seconds to read what is left once a hook's group is killed
+READ_SIZE = 65536
+
+
+class _Capped:
+    """One stream's first OUTPUT_CAP bytes, and how many it sent in all."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = OUTPUT_CAP - len(self.kept)
+        if room > 0:
+            self.kept += data[:room]
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.total <= OUTPUT_CAP:
+            return text
+        cut = f"output cut at {OUTPUT_CAP // 1024} KB: the hook wrote {self.total:,} bytes, the rest was dropped"
+        return f"{text}\n[... {cut}]"
 
 
 class _Spawn:
@@ -84,27 +110,73 @@ class _Spawn:
             )  # fmt: skip
         except OSError as exc:
             return HookRun(self.hook, None, error=f"could not start: {exc.strerror or exc}")
+        out, err = _Capped(), _Capped()
         try:
-            out, err = self.proc.communicate(self.stdin, timeout=self.hook.timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            out, err = self._drain()
-            return HookRun(self.hook, None, _cap(out), _cap(err), timed_out=True,
-                           error=f"timed out after {self.hook.timeout:g} s (killed)")  # fmt: skip
+            finished = self._exchange(out, err, time.monotonic() + self.hook.timeout)
         except (OSError, ValueError) as exc:
             self.kill()
             return HookRun(self.hook, None, error=f"failed: {exc}")
+        if not finished:
+            self.kill()
+            with contextlib.suppress(OSError, ValueError):
+                self._exchange(out, err, time.monotonic() + KILL_GRACE)
+            return HookRun(self.hook, None, out.text(), err.text(), timed_out=True,
+                           error=f"timed out after {self.hook.timeout:g} s (killed)")  # fmt: skip
         code = self.proc.returncode
         if code < 0:
-            return HookRun(self.hook, None, _cap(out), _cap(err), error=f"killed by signal {-code}")
-        return HookRun(self.hook, code, _cap(out), _cap(err))
+            return HookRun(self.hook, None, out.text(), err.text(), error=f"killed by signal {-code}")
+        return HookRun(self.hook, code, out.text(), err.text())
 
-    def _drain(self) -> tuple[bytes, bytes]:
-        assert self.proc is not None
+    def _exchange(self, out: _Capped, err: _Capped, deadline: float) -> bool:
+        """Write stdin and read stdout and stderr as they come, until both close and the hook exits; False
+        when the deadline passes first."""
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
+        pending = memoryview(self.stdin)
+        with selectors.DefaultSelector() as selector:
+            for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
+                if not stream.closed:
+                    os.set_blocking(stream.fileno(), False)
+                    selector.register(stream, selectors.EVENT_READ, sink)
+            if not proc.stdin.closed:
+                if pending:
+                    os.set_blocking(proc.stdin.fileno(), False)
+                    selector.register(proc.stdin, selectors.EVENT_WRITE)
+                else:
+                    proc.stdin.close()
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                for key, _events in selector.select(left):
+                    if key.fileobj is proc.stdin:
+                        pending = self._write(pending)
+                        if not pending:
+                            selector.unregister(proc.stdin)
+                            proc.stdin.close()
+                        continue
+                    with contextlib.suppress(BlockingIOError):
+                        data = os.read(key.fd, READ_SIZE)
+                        if data:
+                            key.data.add(data)  # past the cap only counted: read and dropped
+                        else:
+                            selector.unregister(key.fileobj)
+                            key.fileobj.close()
         try:
-            return self.proc.communicate(timeout=5)
-        except (subprocess.TimeoutExpired, OSError, ValueError):
-            return b"", b""
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def _write(self, pending: memoryview) -> memoryview:
+        """Write what fits of the hook's stdin; a hook that closed it reads no more (not an error)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            return pending[os.write(self.proc.stdin.fileno(), pending[:READ_SIZE]) :]
+        except BlockingIOError:
+            return pending
+        except BrokenPipeError:
+            return pending[:0]
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -137,7 +137,7 @@ class _Spawn:
             for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
                 if not stream.closed:
                     os.set_blocking(stream.fileno(), False)
-                    selector.register(stream, selectors.EVENT_READ, sink)
+                    selector.register(stream, selectors.EVENT_READ, (sink, stream))
             if not proc.stdin.closed:
                 if pending:
                     os.set_blocking(proc.stdin.fileno(), False)
@@ -155,13 +155,14 @@ class _Spawn:
                             selector.unregister(proc.stdin)
                             proc.stdin.close()
                         continue
+                    sink, stream = key.data
                     with contextlib.suppress(BlockingIOError):
                         data = os.read(key.fd, READ_SIZE)
                         if data:
-                            key.data.add(data)  # past the cap only counted: read and dropped
+                            sink.add(data)  # past the cap only counted: read and dropped
                         else:
-                            selector.unregister(key.fileobj)
-                            key.fileobj.close()
+                            selector.unregister(stream)
+                            stream.close()
         try:
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:

@@ -180,9 +180,14 @@ def run_headless(opts: RunOptions) -> int:
     }
     warnings = runtime.exit_warnings()
     extra["warnings"] = warnings
+    # What the sandbox took out of repositories commands made (tools/sandbox/command_guard.py): CI reads it here.
+    removed = list(getattr(runtime.sandbox, "removed_settings", []))
+    extra["git_settings_removed"] = [r.to_dict() for r in removed]
     if opts.output_format == "text":
         for warning in warnings:
             sys.stderr.write(f"kimi: warning: {visible(warning)}\n")
+        for item in removed:
+            sys.stderr.write(f"kimi: removed from a repository a command made: {visible(item.text())}\n")
     error = ERROR_TYPES.get(outcome.reason, "error")
     renderer.result(
         result_object(outcome.reason, int(outcome.exit_code), message=outcome.message, error=error,

@@ -4,7 +4,8 @@ A sandboxed command may `git init` in a folder that is not a repository (or edit
 write) and set `core.fsmonitor` to a script. kimi's own git never runs it (tests/test_host_git.py), but the
 user's next hand-run `git status` would. kimi cannot refuse `git init` in Shell without breaking real
 work, so it says so at the end of the session: headless on stderr and in the JSON result, interactive on
-exit.
+exit. In a sandbox the guard takes such settings out after each command (tests/attacks/sandbox/
+test_repositories_commands_make.py); the warning is what remains where nothing checks: `--sandbox none`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
 
 PLANT = 'git init -q && printf "#!/bin/sh\\n" > .fsm && chmod +x .fsm && git config core.fsmonitor "$PWD/.fsm"'
+UNSANDBOXED = ["--sandbox", "none", "--yolo"]
 
 
 def folder(tmp_path: Path) -> Path:
@@ -31,7 +33,7 @@ def test_a_planted_fsmonitor_is_named_on_stderr_and_in_the_json_result(
 ) -> None:
     root = folder(tmp_path)
     server.add({"tool_calls": [tool_call("Shell", {"command": PLANT}, "p1")]}, {"text": "done"})
-    proc = run_kimi(["-p", "tidy up", "--output-format", "json"], root, env, server)
+    proc = run_kimi(["-p", "tidy up", "--output-format", "json", *UNSANDBOXED], root, env, server)
     assert proc.returncode == 0, proc.stderr
     assert "\tfsmonitor = " in (root / ".git" / "config").read_text()  # the plant is real
     result = result_json(proc)
@@ -42,7 +44,7 @@ def test_a_planted_fsmonitor_is_named_on_stderr_and_in_the_json_result(
 def test_text_mode_prints_the_warning_on_stderr(tmp_path: Path, env: dict, server: ScriptedModelServer) -> None:
     root = folder(tmp_path)
     server.add({"tool_calls": [tool_call("Shell", {"command": PLANT}, "p1")]}, {"text": "done"})
-    proc = run_kimi(["-p", "tidy up"], root, env, server)
+    proc = run_kimi(["-p", "tidy up", *UNSANDBOXED], root, env, server)
     assert proc.returncode == 0, proc.stderr
     assert "kimi: warning:" in proc.stderr and "core.fsmonitor" in proc.stderr
     assert "core.fsmonitor" not in proc.stdout  # stdout stays the answer

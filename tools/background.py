@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -113,14 +112,13 @@ class TaskManager:
             self._check_protected(task)
 
     def _check_protected(self, task: BackgroundTask) -> None:
-        """Where .git/.kimi are guarded rather than mounted read-only (landlock): repair what the task did."""
+        """The sandbox's guard (base.GuardedSandbox), now the task is over: what it changed in .git/.kimi is put
+        back, what it planted in a repository it made is removed, and the task's output says so."""
         check = getattr(self.sandbox, "check_protected", None)
-        repaired = check() if check is not None else []
-        if repaired:
-            names = ", ".join(os.path.relpath(p, self.cwd) for p in repaired[:5])
-            note = f"\n[kimi: this task changed {names}; .git and .kimi are read-only in the sandbox: put back]\n"
-            task.buffer += note.encode()
-            task.total += len(note.encode())
+        note = check() if check is not None else ""
+        if note:
+            task.buffer += (note + "\n").encode()
+            task.total += len((note + "\n").encode())
 
     def get(self, task_id: str) -> BackgroundTask:
         task = self.tasks.get(task_id)

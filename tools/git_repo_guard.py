@@ -33,15 +33,27 @@ HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "
 MAX_HOOK_BYTES = 1024 * 1024
 MAX_LINK_BYTES = 64 * 1024  # a `.git` file, commondir or gitdir holds one path
 MAX_ALTERNATES_BYTES = 1024 * 1024
-# Repository settings that name a program git would run (for the warning, not the defence: host_git
-# overrides or neutralises them all, and git_confine stops the rest).
+# Repository settings that name a program git would run: for the warning (host_git overrides or neutralises
+# them all, and git_confine stops the rest) and for the sandbox, which removes those a command added to a
+# repository (tools/sandbox/repo_scrub.py). Includes count: what they bring in is not looked at.
 PROGRAM_KEY = re.compile(
-    r"^(core\.(fsmonitor|hookspath|pager|editor|sshcommand|askpass|gitproxy)|sequence\.editor|diff\.external"
-    r"|diff\..+\.(command|textconv)|filter\..+\.(clean|smudge|process)|merge\..+\.driver|gpg\.(.+\.)?program"
-    r"|credential\.(.+\.)?helper|pager\..+|alias\..+|uploadpack\.packobjectshook|remote\..+\.(uploadpack|receivepack)"
-    r"|trailer\..+\.(command|cmd)|include\.path|includeif\..+\.path)$",
+    r"^(core\.(fsmonitor|hookspath|pager|editor|sshcommand|askpass|gitproxy|alternaterefscommand)|sequence\.editor"
+    r"|diff\.external|diff\..+\.(command|textconv)|filter\..+\.(clean|smudge|process)|merge\..+\.driver"
+    r"|(merge|diff)tool\..+\.(cmd|path)|gpg\.(.+\.)?program|gpg\.ssh\.defaultkeycommand|credential\.(.+\.)?helper"
+    r"|pager\..+|alias\..+|uploadpack\.packobjectshook|remote\..+\.(uploadpack|receivepack)|hook\..+\.command"
+    r"|trailer\..+\.(command|cmd)|include\.path|includeif\..+\.path|submodule\..+\.update|interactive\.difffilter"
+    r"|sendemail\.(.+\.)?(smtpserver|tocmd|cccmd|headercmd)|imap\.tunnel|guitool\..+\.cmd|(browser|man)\..+\.(cmd|path)"
+    r"|instaweb\..+)$",
     re.IGNORECASE | re.DOTALL,
 )
+BANG_ONLY = re.compile(r"^(alias\..+|submodule\..+\.update)$", re.IGNORECASE | re.DOTALL)  # a program only with `!`
+
+
+def names_program(key: str, value: str | None) -> bool:
+    """Whether a config entry (as `git config --list` names it) makes git run a program."""
+    if not PROGRAM_KEY.match(key):
+        return False
+    return not BANG_ONLY.match(key) or (value or "").lstrip().startswith("!")
 
 
 class UnsafeRepository(Exception):
@@ -214,8 +226,7 @@ def program_settings(location: RepoLocation) -> frozenset[str]:
     found = set()
     for scope, entry in zip(items[::2], items[1::2], strict=False):
         key, _, value = entry.partition("\n")
-        is_program = not key.lower().startswith("alias.") or value.startswith("!")  # an alias runs only with !
-        if scope in ("local", "worktree") and PROGRAM_KEY.match(key) and is_program:
+        if scope in ("local", "worktree") and names_program(key, value):
             found.add(f"{key}={value}")
     return frozenset(found)
 

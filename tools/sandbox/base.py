@@ -8,9 +8,14 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from kimi_cli.tools.sandbox.command_guard import CommandGuard
+    from kimi_cli.tools.sandbox.policy import SandboxPolicy
+    from kimi_cli.tools.sandbox.repo_scrub import Removed
 
 
 @dataclass
@@ -53,6 +58,57 @@ class Sandbox(Protocol):
     async def run(self, command: str, timeout: float) -> ExecResult: ...
 
     async def close(self) -> None: ...
+
+
+class GuardedSandbox:
+    """What bwrap, landlock and Docker share: the one check around every command (command_guard.py). It is
+    made on first use (a probe's sandbox walks nothing), and always before a command or a task starts."""
+
+    policy: SandboxPolicy
+    guard_mounts = True  # whether the backend mounts policy.read_only read-only (landlock cannot)
+    _guard: CommandGuard | None = None
+
+    @property
+    def guard(self) -> CommandGuard:
+        if self._guard is None:
+            from kimi_cli.tools.sandbox.command_guard import CommandGuard
+
+            mounted = self.policy.read_only if self.guard_mounts else ()
+            self._guard = CommandGuard(self.policy.workspace, mounted)
+        return self._guard
+
+    def start_guard(self) -> None:
+        """Before a background task starts: the session's baseline must exist before anything runs (made here
+        when the task is the session's first command); what changed since is reported by the next command."""
+        self._guard = self.guard
+
+    async def guarded(self, run: Callable[[], Awaitable[ExecResult]]) -> ExecResult:
+        """Run one command between the checks: what an earlier background task did, then what this one did. A
+        command whose change to .git or .kimi was put back fails (exit 1); removed settings are told, only."""
+        guard = self.guard
+        earlier = guard.before()
+        try:
+            result = await run()
+        finally:
+            later = guard.after()  # cancelled too: what the command did is undone now, not at the next one
+        workspace = self.policy.workspace
+        result.output += earlier.note(workspace, "an earlier background command") + later.note(workspace)
+        if later.repaired and result.exit_code == 0:
+            result.exit_code = 1
+        return result
+
+    def check_protected(self) -> str:
+        """Between commands (a background task ended): the note for what it changed, empty when nothing."""
+        return self.guard.check("this task")
+
+    def close_guard(self) -> None:
+        if self._guard is not None:
+            self._guard.close()
+
+    @property
+    def removed_settings(self) -> list[Removed]:
+        """What the session took out of repositories its commands made (the headless `git_settings_removed`)."""
+        return [] if self._guard is None else list(self._guard.removed)
 
 
 class OutputCollector:

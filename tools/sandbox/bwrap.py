@@ -25,8 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kimi_cli.tools.host_exec import host_which
-from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
-from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note, submodule_pointers
+from kimi_cli.tools.sandbox.base import ExecResult, GuardedSandbox, Started, run_process_group
 from kimi_cli.tools.sandbox.policy import PROC_READ_ONLY, HiddenPath, SandboxPolicy, current_hidden, host_sockets
 from kimi_cli.tools.sandbox.restrict import Unavailable, machine, seccomp_program
 
@@ -134,7 +133,7 @@ def _folders_stamp(patterns: tuple[str, ...]) -> tuple[int | None, ...] | None:
     return tuple(out)
 
 
-class BwrapSandbox:
+class BwrapSandbox(GuardedSandbox):
     """Runs each command in a fresh bubblewrap sandbox; the process group dies on timeout."""
 
     name = "bwrap"
@@ -154,10 +153,6 @@ class BwrapSandbox:
         self.preexec = _scope_preexec(policy, self.exe) if os.path.isfile(self.exe) else None
         self._hidden_stamp: tuple[int | None, ...] | None = _folders_stamp(policy.hidden_patterns)
         self._late_hidden: tuple[HiddenPath, ...] = ()
-        # An existing .kimi is mounted read-only; a missing one cannot be without creating it in the tree.
-        kimi = policy.workspace / ".kimi"
-        guarded = [*([] if kimi.exists() else [kimi]), *submodule_pointers(policy.workspace)]
-        self.guard = GitGuard(policy.workspace, guarded) if guarded else None
 
     def _program_fd(self) -> int | None:
         """A pipe holding the seccomp program (bwrap reads it to the end); the caller closes it."""
@@ -193,9 +188,11 @@ class BwrapSandbox:
         )
 
     async def run(self, command: str, timeout: float) -> ExecResult:
+        return await self.guarded(lambda: self._run(command, timeout))  # .git/.kimi checks: base.GuardedSandbox
+
+    async def _run(self, command: str, timeout: float) -> ExecResult:
         fd = self._program_fd()
         life_r, life_w = os.pipe()
-        earlier = self.guard.before() if self.guard is not None else []
         try:
             result = await run_process_group(
                 self.argv(command, fd, lifeline=True), cwd=str(self.policy.workspace), env=self.policy.env,
@@ -205,15 +202,11 @@ class BwrapSandbox:
         finally:
             for own in (life_r, life_w) if fd is None else (fd, life_r, life_w):
                 os.close(own)  # the write end last: whatever the command left running is killed
-        repaired = sorted(set(earlier) | set(self.guard.after())) if self.guard is not None else []
-        if repaired:
-            result.output += repair_note(repaired, self.policy.workspace)
-            if result.exit_code == 0:
-                result.exit_code = 1
         return result
 
     async def start(self, command: str) -> Started:
         """A background command: the same sandbox, left running; its lifeline ties it to kimi."""
+        self.start_guard()
         fd = self._program_fd()
         life_r, life_w = os.pipe()
         try:
@@ -239,14 +232,15 @@ class BwrapSandbox:
         The seccomp program travels in a pipe whose read end is in the returned pass_fds; the caller must
         close it once the process has started (bwrap has read it by then or holds its own copy).
         """
+        self.start_guard()
         fd = self._program_fd()
         return self.argv(command, fd), self.policy.env, self.preexec, () if fd is None else (fd,)
 
-    def check_protected(self) -> list[str]:
-        return self.guard.before() if self.guard is not None else []
-
     async def close(self) -> None:
-        self.check_protected()
+        self.close_sync()
+
+    def close_sync(self) -> None:
+        self.close_guard()
 
 
 def bwrap_works(policy: SandboxPolicy) -> tuple[bool, str]:

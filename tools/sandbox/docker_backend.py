@@ -19,8 +19,7 @@ import threading
 import time
 from typing import Any
 
-from kimi_cli.tools.sandbox.base import ExecResult, OutputCollector
-from kimi_cli.tools.sandbox.git_guard import GitGuard, repair_note, submodule_pointers
+from kimi_cli.tools.sandbox.base import ExecResult, GuardedSandbox, OutputCollector
 from kimi_cli.tools.sandbox.policy import PROC_READ_ONLY, SANE_PATH, SandboxPolicy
 from kimi_cli.tools.sandbox.restrict import Unavailable, docker_seccomp_profile, machine
 
@@ -95,7 +94,7 @@ def container_options(policy: SandboxPolicy, image: str, memory: str, pids_limit
     }
 
 
-class DockerSandbox:
+class DockerSandbox(GuardedSandbox):
     """Commands run through `docker exec` in a long-lived, locked-down container."""
 
     name = "docker"
@@ -111,9 +110,6 @@ class DockerSandbox:
         self._lifeline: Any = None  # the attach to pid 1's stdin: closes when kimi dies
         self._shell = "sh"
         self._user = "0"  # the image's own user, for every exec (see KEEPER_USER)
-        kimi = policy.workspace / ".kimi"  # mounted read-only when it exists; guarded while it does not
-        guarded = [*([] if kimi.exists() else [kimi]), *submodule_pointers(policy.workspace)]
-        self.guard = GitGuard(policy.workspace, guarded) if guarded else None
 
     @property
     def container_id(self) -> str | None:
@@ -158,14 +154,7 @@ class DockerSandbox:
         return self._container
 
     async def run(self, command: str, timeout: float) -> ExecResult:
-        earlier = self.guard.before() if self.guard is not None else []
-        result = await self._run(command, timeout)
-        repaired = sorted(set(earlier) | set(self.guard.after())) if self.guard is not None else []
-        if repaired:
-            result.output += repair_note(repaired, self.policy.workspace)
-            if result.exit_code == 0:
-                result.exit_code = 1
-        return result
+        return await self.guarded(lambda: self._run(command, timeout))  # .git/.kimi checks: base.GuardedSandbox
 
     async def _run(self, command: str, timeout: float) -> ExecResult:
         started = time.monotonic()
@@ -217,8 +206,7 @@ class DockerSandbox:
             with contextlib.suppress(Exception):
                 self._lifeline.close()
             self._lifeline = None
-        if self.guard is not None:
-            self.guard.before()
+        self.close_guard()
 
 
 HOST_KEYS = ("network_mode", "mem_limit", "pids_limit", "read_only", "tmpfs", "cap_drop", "security_opt", "auto_remove")

@@ -9,7 +9,8 @@ default, GitHub's ubuntu-latest runners). Differences from bwrap, each handled:
   /proc/<pid> of processes outside the command's domain is closed by Landlock's ptrace rule;
 - no mount namespace: a unix socket outside the workspace is kept out of reach by the connect()
   supervisor (supervise.py), not by hiding it;
-- .git and .kimi cannot be read-only inside the writable workspace: the guard restores them.
+- .git and .kimi cannot be read-only inside the writable workspace: the guard (command_guard.py, the same on
+  every backend) restores them, refs and HEAD included.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ import os
 import subprocess
 from collections.abc import Callable
 
-from kimi_cli.tools.sandbox.base import ExecResult, Started, run_process_group
-from kimi_cli.tools.sandbox.git_guard import GitGuard, guarded_paths, repair_note
+from kimi_cli.tools.sandbox.base import ExecResult, GuardedSandbox, Started, run_process_group
 from kimi_cli.tools.sandbox.landlock_rules import SCOPE_SIGNAL, landlock_plan
 from kimi_cli.tools.sandbox.policy import SandboxPolicy
 from kimi_cli.tools.sandbox.restrict import (
@@ -37,10 +37,11 @@ LandlockUnavailable = Unavailable
 MIN_ABI = 1
 
 
-class LandlockSandbox:
+class LandlockSandbox(GuardedSandbox):
     """Runs each command under the session's Landlock ruleset and seccomp filter."""
 
     name = "landlock"
+    guard_mounts = False  # nothing is mounted: the guard walks .git's refs and HEAD too
 
     def __init__(self, policy: SandboxPolicy, output_cap: int, shell: str = "bash", abi: int | None = None) -> None:
         """`abi` caps the kernel's Landlock ABI: what a session on an older kernel gets (for tests)."""
@@ -62,7 +63,6 @@ class LandlockSandbox:
                                 signals="allow" if self.signal_scope else "deny", truncate=self.abi >= 3)  # fmt: skip
         self.restriction = Restriction(self.ruleset_fd, None, plain)
         self.env = {**policy.env, "TMPDIR": str(policy.private_tmp)}
-        self.guard = GitGuard(policy.workspace, *guarded_paths(policy.workspace))
         self.spawner: Spawner | None = None  # forks for us from a small process: cheaper than forking kimi
 
     @property
@@ -98,7 +98,9 @@ class LandlockSandbox:
             return None
 
     async def run(self, command: str, timeout: float) -> ExecResult:
-        earlier = self.guard.before()
+        return await self.guarded(lambda: self._run(command, timeout))  # .git/.kimi checks: base.GuardedSandbox
+
+    async def _run(self, command: str, timeout: float) -> ExecResult:
         spawned = await self._spawn(command)
         if spawned is not None:
             result = await collect(*spawned, timeout, self.output_cap)
@@ -107,17 +109,11 @@ class LandlockSandbox:
                 [self.shell, "-c", command], cwd=str(self.policy.workspace), env=self.env, timeout=timeout,
                 cap=self.output_cap, preexec_fn=self._preexec(),
             )  # fmt: skip
-        if earlier:
-            result.output += repair_note(earlier, self.policy.workspace, by="an earlier background command")
-        repaired = self.guard.after()
-        if repaired:
-            result.output += repair_note(repaired, self.policy.workspace)
-            if result.exit_code == 0:
-                result.exit_code = 1
         return result
 
     async def start(self, command: str) -> Started:
         """A background command, started by the spawner (supervised, and killed if kimi dies)."""
+        self.start_guard()
         spawned = await self._spawn(command)
         if spawned is None:
             proc = await asyncio.create_subprocess_exec(
@@ -134,11 +130,8 @@ class LandlockSandbox:
         The caller must fork from the thread that will outlive the process (PR_SET_PDEATHSIG follows the
         forking thread) and pass start_new_session=True. No fd of the caller's reaches the process.
         """
+        self.start_guard()
         return [self.shell, "-c", command], self.env, self._preexec(), ()
-
-    def check_protected(self) -> list[str]:
-        """Repair .git/.kimi now (a background task may have changed them); the paths it repaired."""
-        return self.guard.before()
 
     async def close(self) -> None:
         self.close_sync()
@@ -148,7 +141,7 @@ class LandlockSandbox:
             self.spawner.close()
             self.spawner = None
         if self.ruleset_fd >= 0:
-            self.guard.before()
+            self.close_guard()
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
 

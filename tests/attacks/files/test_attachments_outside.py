@@ -98,7 +98,7 @@ def test_a_link_typed_in_the_terminal_is_not_followed_and_the_session_goes_on(
     (tmp_path / "x.png").write_bytes(png_with_text("TERMINAL-SECRET"))
     (repo / "shot.png").symlink_to(tmp_path / "x.png")
     server.add({"text": "still here"})
-    term = Terminal.start(repo, env, server)
+    term = Terminal.start(repo, env, server, cols=400)  # the refusal names two long temporary paths
     try:
         term.wait_for("❯")
         term.line("what is in @shot.png")

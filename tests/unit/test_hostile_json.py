@@ -21,7 +21,10 @@ from kimi_cli.llm.sse import ServerSentEvent, chunk_from_event
 from kimi_cli.output_schema import OutputSchema, parse_answer
 from kimi_cli.toolset import default_tools
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# no example database: nothing written into the tree (it may belong to another user)
+FUZZ = settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 TOOLS = default_tools()
 
 

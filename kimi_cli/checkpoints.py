@@ -298,11 +298,16 @@ class ShadowRepo:
         last_not_restored, never followed out of the workspace. The shadow index keeps its stat cache: the
         next snapshot re-reads only the files written here.
         """
+        from kimi_cli.tools.protected import protected_part
         from kimi_cli.tools.safe_fs import rooted
 
         if changes is None:
             changes = self.changes(self.snapshot(), target)
         self.last_not_restored = []
+        # .kimi/ (git never snapshots a .git) belongs to the user: undo neither writes nor deletes there.
+        kept = [c for c in changes if protected_part(c.path) is not None]
+        self.last_not_restored += [(c.path, "inside .kimi/ or .git/, which undo leaves as it is") for c in kept]
+        changes = [c for c in changes if protected_part(c.path) is None]
         wanted = {c.path for c in changes if c.status != "D"}
         listing = self._git("ls-tree", "-r", "-z", target) if wanted else ""
         entries = [e for e in parse_tree(listing) if e.path in wanted]

@@ -36,6 +36,7 @@ MAX_PIXELS = 50_000_000  # the default decode cap (the model table's image_max_p
 MAX_IMAGE_BYTES = 20 * 1024 * 1024  # an image file or decoded data URL
 MIN_LONG_EDGE = 256  # shrinking to fit the request cap stops here
 JPEG_QUALITIES = (85, 70, 50)
+ENCODED_INFO = ("transparency", "icc_profile")  # what a re-encoded picture keeps of its original's info
 RESAMPLED = ("RGB", "RGBA", "L", "LA")  # modes LANCZOS scaling takes as they are
 PREMULTIPLIED = {"RGBA": "RGBa", "LA": "La"}  # what Pillow scales transparent pictures in (its own copy, else)
 # Full-size canvases a format's decoder holds at once: Pillow reads every WebP through libwebp's animation
@@ -312,6 +313,8 @@ def _fit(img: Any, mime: str, alpha: bool, original: tuple[int, int], orientatio
     try_png = mime != "image/jpeg" or alpha  # graphics stay PNG while that stays small
     while True:
         scaled = _upright(_scaled(img, edge), orientation)
+        # Pillow carries a picture's info into what it saves (a JPEG's comment, say): keep only what drawing needs
+        scaled.info = {k: v for k, v in scaled.info.items() if k in ENCODED_INFO}
         smallest = 0
         for out_mime, encoded in _encodings(scaled, try_png, alpha, limits):
             if out_mime == "image/png" and not alpha and len(encoded) > limits.keep_bytes:

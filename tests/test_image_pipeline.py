@@ -283,3 +283,23 @@ def test_a_picture_kept_as_it_is_loses_its_metadata_and_no_pixel(fmt: str, optio
     out = prepare(data, ImageLimits())
     assert not out.changed and not any(mark in out.data for mark in marks)
     assert decode(out.data).convert("RGBA").tobytes() == decode(data).convert("RGBA").tobytes()
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG", "WEBP", "GIF"])
+def test_a_re_encoded_picture_carries_none_of_its_metadata(fmt: str) -> None:
+    from PIL import PngImagePlugin
+
+    exif = Image.Exif()
+    exif[0x010F] = "CameraMaker"
+    options: dict = {"exif": exif.tobytes()}
+    if fmt == "PNG":
+        options["pnginfo"] = PngImagePlugin.PngInfo()
+        options["pnginfo"].add_text("Comment", "TEXT-META")
+    if fmt in ("JPEG", "GIF"):
+        options["comment"] = b"COMMENT-META"
+    if fmt == "WEBP":
+        options["xmp"] = b"<x>XMP-META</x>"
+    picture = screenshot(3000, 1500)
+    out = prepare(encode(picture if fmt != "GIF" else picture.convert("P"), fmt, **options), ImageLimits())
+    assert out.changed and (out.width, out.height) == (2048, 1024)
+    assert not any(mark in out.data for mark in (b"CameraMaker", b"TEXT-META", b"COMMENT-META", b"XMP-META", b"Exif"))

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -68,14 +69,33 @@ class GuardedSandbox:
     guard_mounts = True  # whether the backend mounts policy.read_only read-only (landlock cannot)
     _guard: CommandGuard | None = None
 
+    _preparing: threading.Thread | None = None
+
     @property
     def guard(self) -> CommandGuard:
+        if self._preparing is not None:
+            self._preparing.join()
+            self._preparing = None
         if self._guard is None:
-            from kimi_cli.tools.sandbox.command_guard import CommandGuard
-
-            mounted = self.policy.read_only if self.guard_mounts else ()
-            self._guard = CommandGuard(self.policy.workspace, mounted)
+            self._guard = self._make_guard()
         return self._guard
+
+    def _make_guard(self) -> CommandGuard:
+        from kimi_cli.tools.sandbox.command_guard import CommandGuard
+
+        return CommandGuard(self.policy.workspace, self.policy.read_only if self.guard_mounts else ())
+
+    def prepare_guard(self) -> None:
+        """Make the guard on a thread now (its first walk of a large tree takes a while); the first command
+        waits for it. Nothing runs in the sandbox before, so its baseline is still the session's start."""
+
+        def make() -> None:
+            with contextlib.suppress(Exception):  # made again, and its error seen, by the first command
+                self._guard = self._make_guard()
+
+        if self._guard is None and self._preparing is None:
+            self._preparing = threading.Thread(target=make, name="kimi-guard", daemon=True)
+            self._preparing.start()
 
     def start_guard(self) -> None:
         """Before a background task starts: the session's baseline must exist before anything runs (made here

@@ -30,6 +30,11 @@ class SandboxChoice:
     sandbox: Sandbox
     reason: str  # why this backend, shown once (status line, --version, /sandbox)
 
+    def __post_init__(self) -> None:
+        prepare = getattr(self.sandbox, "prepare_guard", None)
+        if prepare is not None:  # the session's sandbox: its guard's first walk starts now, beside the pack
+            prepare()
+
 
 def bwrap_advice(why: str) -> str:
     """What fixes bwrap on this machine, from its own error and the kernel's settings."""

@@ -56,18 +56,25 @@ class Removed:
         return f"{self.repository}: {self.setting}" + (f"={self.value[:80]}" if self.value else "")
 
 
+class Unchecked(OSError):
+    """git could not be run to read a config (not there, timed out): the file is checked again next time."""
+
+
 def list_config(data: bytes) -> list[Entry] | None:
-    """A config file's entries as git reads them (no include followed); None when git cannot read it."""
+    """A config file's entries as git reads them (no include followed); None when git refuses the text (the
+    user's git refuses it too, so it runs nothing); Unchecked when git could not be asked."""
     from kimi_cli.tools.host_git import base_env, spawn
 
     env = {**base_env(), "GIT_CEILING_DIRECTORIES": "/"}
     try:
         out = spawn(["git", "config", "--file", "-", "--no-includes", "--list", "-z"], env, "/", input=data,
                     timeout=30)  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise Unchecked(f"git config did not run ({type(exc).__name__})") from None
     if out.returncode != 0:
-        return None
+        if b"bad config" in out.stderr:
+            return None
+        raise Unchecked(f"git config exited {out.returncode}")
     entries: list[Entry] = []
     for item in out.stdout.split(b"\0")[:-1]:
         key, sep, value = item.partition(b"\n")
@@ -192,6 +199,7 @@ class GitDirState:
 
         removed: list[Removed] = []
         common: str | None = None
+        unchecked = False
         for name in (*CONFIGS, "hooks", "commondir"):
             rel = f"{self.rel}/{name}"
             st = _lstat(root_fd, rel)
@@ -215,7 +223,12 @@ class GitDirState:
                                            else "(over 1 MB, not read)"))  # fmt: skip
                 elif self.files.get(name) != _stamp(st):
                     data = safe_fs.read_at(root_fd, rel, MAX_CONFIG_BYTES)[0]
-                    text, bad = scrub_config(data, self._allowed(name))
+                    try:
+                        text, bad = scrub_config(data, self._allowed(name))
+                    except Unchecked as exc:  # never taken as clean: reported, and read again next time
+                        removed.append(Removed(self.rel, name, f"(could NOT be checked: {exc})"))
+                        unchecked = True
+                        continue
                     if text is not None:
                         _put_file(root_fd, rel, text, st.st_mode & 0o666)
                         removed += [Removed(self.rel, _text(k), _value(v) or "") for k, v in bad]
@@ -228,12 +241,12 @@ class GitDirState:
                 if self.hooks.get(name) != _identity(root_fd, rel, st):
                     _remove_tree(root_fd, rel)
                     removed.append(Removed(self.rel, f"hooks/{name}"))
-        self.stamp = self.stamps(root_fd)
+        self.stamp = None if unchecked else self.stamps(root_fd)
         return removed, common
 
     def _allowed(self, name: str) -> frozenset[Entry]:
         if name not in self.allowed:
-            entries = list_config(self.start_texts.get(name, b"")) or []
+            entries = list_config(self.start_texts.get(name, b"")) or []  # Unchecked: asked again next time
             self.allowed[name] = frozenset(e for e in entries if runs_program(e))
         return self.allowed[name]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from kimi_cli.tools import safe_fs
 
-MAX_DIRS = 100_000  # folders watched or polled; past it, deeper folders are not looked at (reported)
+MAX_DIRS = 50_000  # folders watched or polled; past it, deeper folders are not looked at (reported)
 MAX_DEPTH = 64  # below the root: git run by hand that deep is not a case to pay for on every command
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE_SELF = 0x40, 0x80, 0x100, 0x400
 IN_Q_OVERFLOW, IN_IGNORED, IN_ONLYDIR, IN_EXCL_UNLINK, IN_ISDIR = 0x4000, 0x8000, 0x01000000, 0x04000000, 0x40000000

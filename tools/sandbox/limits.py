@@ -10,6 +10,8 @@ COMMON = (
     "(the password database's) and where XDG_*_HOME move ~/.config, ~/.local/share, ~/.local/state, ~/.cache",
     "/proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only: no sysctl write, as root too",
     "seccomp: no setuid/setgid bits, no new namespaces, no TIOCSTI, no unix datagram or vsock sockets",
+    ".git (config, hooks, info/attributes, links) and .kimi checked and put back after every command; a repository "
+    "a command makes or changes (nested too) loses the settings and hooks that would run a program",
 )
 ENFORCES: dict[str, tuple[str, ...]] = {
     "bwrap": (

@@ -135,3 +135,20 @@ def test_a_wrong_local_port_is_told_on_stderr_once_per_retry_and_gives_up_soon(r
     validate(result, "result")
     assert result["error"]["type"] == "provider_unavailable" and "is the server running" in result["message"]
     assert elapsed < 30  # generous: the old budget was 43 s of silence; it is ~4 s now (bench/ for timings)
+
+
+def test_json_result_names_what_the_sandbox_removed_from_a_repository_a_command_made(
+    tmp_path: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    """`git_settings_removed`: always a list; each item names the repository, the setting and its value."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    plant = "git init -q && git config core.fsmonitor 'touch X' && echo ok"
+    server.add({"tool_calls": [tool_call("Shell", {"command": plant}, "p")]}, {"text": "done"})
+    proc = run_kimi(["-p", "go", "--output-format", "json"], root, env, server)
+    assert proc.returncode == 0, proc.stderr
+    result = one_object(proc.stdout)
+    validate(result, "result")
+    assert result["git_settings_removed"] == [{"repository": ".git", "setting": "core.fsmonitor", "value": "touch X"}]
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**result, "git_settings_removed": [{"repository": ".git"}]}, "result")

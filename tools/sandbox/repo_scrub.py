@@ -224,13 +224,13 @@ class GitDirState:
                 elif self.files.get(name) != _stamp(st):
                     data = safe_fs.read_at(root_fd, rel, MAX_CONFIG_BYTES)[0]
                     try:
-                        text, bad = scrub_config(data, self._allowed(name))
+                        new, bad = scrub_config(data, self._allowed(name))
                     except Unchecked as exc:  # never taken as clean: reported, and read again next time
                         removed.append(Removed(self.rel, name, f"(could NOT be checked: {exc})"))
                         unchecked = True
                         continue
-                    if text is not None:
-                        _put_file(root_fd, rel, text, st.st_mode & 0o666)
+                    if new is not None:
+                        _put_file(root_fd, rel, new, st.st_mode & 0o666)
                         removed += [Removed(self.rel, _text(k), _value(v) or "") for k, v in bad]
                     self.files[name] = _stamp(_lstat(root_fd, rel))
         for name, st in self._hook_entries(root_fd):

@@ -134,7 +134,7 @@ class TreeWatch:
                 continue
             finally:
                 os.close(fd)
-            folders: list[os.DirEntry[str]] = []
+            subdirs: list[os.DirEntry[str]] = []
             for entry in entries:  # the hot loop of the first walk: one d_type test per entry, no stat
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
@@ -143,12 +143,12 @@ class TreeWatch:
                 if entry.name == ".git":
                     (self.found.git_dirs if is_dir else self.found.pointers).add(_join(rel, ".git"))
                 elif is_dir:
-                    folders.append(entry)
-            if rel and "HEAD" in {e.name for e in entries} and {"objects", "refs"} <= {e.name for e in folders}:
+                    subdirs.append(entry)
+            if rel and "HEAD" in {e.name for e in entries} and {"objects", "refs"} <= {e.name for e in subdirs}:
                 self.found.git_dirs.add(rel)  # git would take this folder for a repository: not walked into
                 continue
             deep = rel.count("/") + 1 >= MAX_DEPTH if rel else False
-            for entry in folders:
+            for entry in subdirs:
                 child = _join(rel, entry.name)
                 known = self.dirs.get(child)
                 if known is not None and known[1] in (0, entry.inode()):

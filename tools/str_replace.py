@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, model_validator
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.file_lock import file_lock
 from kimi_cli.tools.files import looks_binary
-from kimi_cli.tools.write_file import unified_diff
+from kimi_cli.tools.write_file import diff_display
 
 MAX_EDIT_BYTES = 20 * 1024 * 1024  # larger files are refused rather than loaded (and written) whole
 
@@ -61,7 +61,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
                     rel = ctx.workspace.relative(path)
                     return ToolResult(
                         f"edited {rel} in the editor: {total} replacement(s)",
-                        display={"kind": "diff", "path": rel, "diff": unified_diff(old_text, text, rel)},
+                        display=diff_display(rel, old_text, text),
                     )
             return self._edit(path, params, ctx)
 
@@ -99,7 +99,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
         rel = ctx.workspace.relative(path)
         return ToolResult(
             f"edited {rel}: {total} replacement(s)",
-            display={"kind": "diff", "path": rel, "diff": unified_diff(old_text, text, rel)},
+            display=diff_display(rel, old_text, text),
         )
 
 

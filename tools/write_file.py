@@ -13,6 +13,7 @@ from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolRes
 from kimi_cli.tools.file_lock import file_lock
 
 DIFF_MAX_BYTES = 2 * 1024 * 1024  # an existing file larger than this is not read back for the diff
+TEXTS_MAX_CHARS = 200_000  # whole old and new texts kept for front ends that show files whole (ACP's diffs)
 
 
 class WriteFileParams(BaseModel):
@@ -23,6 +24,15 @@ class WriteFileParams(BaseModel):
 
 def unified_diff(old: str, new: str, rel: str) -> str:
     return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{rel}", f"b/{rel}", n=3))
+
+
+def diff_display(rel: str, old: str | None, new: str) -> dict[str, object]:
+    """The display of an edit, made from the very text the tool read and wrote (None: a new file). Front ends
+    show this, never a second read of the path, which a racing command could have swapped meanwhile."""
+    display: dict[str, object] = {"kind": "diff", "path": rel, "diff": unified_diff(old or "", new, rel)}
+    if len(old or "") <= TEXTS_MAX_CHARS and len(new) <= TEXTS_MAX_CHARS:
+        display["old"], display["new"] = old, new
+    return display
 
 
 class WriteFile(Tool[WriteFileParams]):
@@ -45,14 +55,15 @@ class WriteFile(Tool[WriteFileParams]):
         editor = editor_files(ctx)
         async with file_lock(ctx, str(path)):
             if editor is not None and not path.is_dir():
-                old = await editor.read(path) if path.exists() else ""
-                new = (old or "") + params.content if params.mode == "append" else params.content
-                await editor.write(path, new)
-                rel = ctx.workspace.relative(path)
-                return ToolResult(
-                    f"wrote {rel} in the editor ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
-                    display={"kind": "diff", "path": rel, "diff": unified_diff(old or "", new, rel)},
-                )
+                old = await editor.read(path) if path.exists() else None
+                if old is not None or not path.exists():  # the editor has it, or it is new: the editor writes
+                    new = (old or "") + params.content if params.mode == "append" else params.content
+                    await editor.write(path, new)
+                    rel = ctx.workspace.relative(path)
+                    return ToolResult(
+                        f"wrote {rel} in the editor ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
+                        display=diff_display(rel, old, new),
+                    )
             return self._edit(path, params, ctx)
 
     def _edit(self, path: Path, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
@@ -68,7 +79,7 @@ class WriteFile(Tool[WriteFileParams]):
                 fd, st = -1, None
             except OSError as exc:
                 raise ctx.workspace.refused(params.path, exc) from None
-            raw = b""
+            raw, existed = b"", fd >= 0
             if fd >= 0:
                 with os.fdopen(fd, "rb") as fh:
                     if st is not None and st.st_size > DIFF_MAX_BYTES:
@@ -88,7 +99,7 @@ class WriteFile(Tool[WriteFileParams]):
         verb = "appended to" if params.mode == "append" else "wrote"
         return ToolResult(
             f"{verb} {rel} ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
-            display={"kind": "diff", "path": rel, "diff": unified_diff(old, new, rel)},
+            display=diff_display(rel, old if existed else None, new),
         )
 
     @staticmethod

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from kimi_cli.acp_server.approver import MODES, make_approver, set_mode
 from kimi_cli.acp_server.client_mcp import client_mcp_config
 from kimi_cli.acp_server.effort import effort_options, set_effort
 from kimi_cli.acp_server.features import commands_update, run_prompt, session_modes
-from kimi_cli.acp_server.updates import EditTexts, to_updates
+from kimi_cli.acp_server.updates import to_updates
 from kimi_cli.agent.events import Event
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.logs import get_logger
@@ -37,7 +36,6 @@ class AcpSession:
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.sender = asyncio.ensure_future(self._send())
         self.turn: asyncio.Task[Any] | None = None
-        self.edits = EditTexts(str(runtime.workdir))
         self.mcp_servers: Any = None  # as the client gave them, for a reopen once the folder is trusted
         self.trust_asked = False
 
@@ -46,7 +44,7 @@ class AcpSession:
         return str(self.runtime.session.id)
 
     def emit(self, event: Event) -> None:
-        for update in to_updates(event, str(self.runtime.workdir), self.edits):
+        for update in to_updates(event, str(self.runtime.workdir)):
             self.queue.put_nowait(update)
 
     async def _send(self) -> None:
@@ -342,35 +340,14 @@ def _request_error(exc: KimiError) -> Exception:
     return RequestError.internal_error({"message": str(exc)})
 
 
-PARSE_ERROR = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'
-
-
-async def checked_stdin(raw: asyncio.StreamReader, writer: asyncio.StreamWriter) -> asyncio.StreamReader:
-    """stdin with malformed lines answered -32700 (as JSON-RPC asks) instead of being passed on."""
-    checked = asyncio.StreamReader(limit=2**26)
-
-    async def pump() -> None:
-        while line := await raw.readline():
-            if line.strip():
-                try:
-                    json.loads(line)
-                except ValueError:
-                    writer.write(PARSE_ERROR)
-                    await writer.drain()
-                    continue
-            checked.feed_data(line)
-        checked.feed_eof()
-
-    checked.pump = asyncio.ensure_future(pump())  # type: ignore[attr-defined]
-    return checked
-
-
 async def serve(flags: dict[str, Any]) -> int:
     from acp import run_agent
     from acp.stdio import stdio_streams
 
     agent = KimiAcpAgent(flags)
-    raw, writer = await stdio_streams(limit=2**26)
+    from kimi_cli.acp_server.stdin_guard import STREAM_LIMIT, checked_stdin
+
+    raw, writer = await stdio_streams(limit=STREAM_LIMIT)
     reader = await checked_stdin(raw, writer)
     try:
         # session/fork is in ACP's unstable set: the SDK routes it only with use_unstable_protocol

@@ -88,12 +88,15 @@ async def serve_early(flags: dict[str, Any]) -> int:
     loop = asyncio.get_running_loop()
     importing = loop.run_in_executor(None, _import_session_code)
     raw, writer = await _stdio()
-    first = await raw.readline()
+    try:
+        first = await raw.readline()
+    except ValueError:  # a first line over the limit: the guard answers what follows of it
+        first = b""
     fs = False
     pending = first  # handed to the SDK unless it was an initialize we answered
     try:
         message = json.loads(first) if first.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):
         message = None
     if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
         given = message.get("params")
@@ -105,7 +108,8 @@ async def serve_early(flags: dict[str, Any]) -> int:
     await importing
     from acp import run_agent
 
-    from kimi_cli.acp_server.agent import KimiAcpAgent, checked_stdin
+    from kimi_cli.acp_server.agent import KimiAcpAgent
+    from kimi_cli.acp_server.stdin_guard import checked_stdin
 
     agent = KimiAcpAgent(flags)
     agent.editor_fs = fs or agent.editor_fs

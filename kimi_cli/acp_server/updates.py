@@ -14,60 +14,56 @@ KINDS = {
 }  # fmt: skip
 
 
+MAX_DEPTH = 64  # tool arguments nested deeper are not shown (the SDK cannot serialise ~900 levels)
+
+
 def _args(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # a hostile model's 100,000 nested arrays
         return {}
-    return value if isinstance(value, dict) else {}
+    return value if isinstance(value, dict) and shallow(value, MAX_DEPTH) else {}
+
+
+def shallow(value: Any, limit: int) -> bool:
+    """Whether a parsed JSON value nests at most `limit` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return False
+            stack += [(child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)]
+    return True
 
 
 def title_for(name: str, args: dict[str, Any]) -> str:
+    """A tool-call card's title: the whole argument written out (blank runs counted, controls escaped), and past
+    the title limit a mark that says how much is left out; the exact arguments travel as raw_input."""
+    from kimi_cli.ui.questions import TITLE_LIMIT, show
+
     for key in ("command", "path", "pattern", "url", "task"):
         if isinstance(args.get(key), str):
-            return f"{name}: {args[key][:120]}"
+            return show(f"{name}: {args[key]}", one_line=True, limit=TITLE_LIMIT).plain
     return name
 
 
-class EditTexts:
-    """Old text of files the agent is about to edit (read when the call starts), for ACP's diff blocks."""
-
-    LIMIT = 200_000
-
-    def __init__(self, cwd: str) -> None:
-        self.cwd = cwd
-        self.before: dict[str, tuple[str, str | None]] = {}
-
-    def on_call(self, event: ToolCall) -> None:
-        if event.name in ("WriteFile", "StrReplaceFile"):
-            path = _args(event.arguments).get("path")
-            if isinstance(path, str):
-                self.before[event.id] = (path, _read(_abs(self.cwd, path), self.LIMIT))
-
-    def diff(self, event: ToolOutput) -> tuple[str, str | None, str] | None:
-        entry = self.before.pop(event.id, None)
-        if entry is None or event.is_error:
-            return None
-        path, old = entry
-        new = _read(_abs(self.cwd, path), self.LIMIT)
-        return (_abs(self.cwd, path), old, new) if new is not None else None
-
-
-def _read(path: str, limit: int) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(limit + 1)
-    except (OSError, UnicodeDecodeError):
+def edit_diff(event: ToolOutput, cwd: str) -> tuple[str, str | None, str] | None:
+    """(path, old, new) of a successful edit, from the texts the tool itself read and wrote through the
+    no-follow reader (tools.write_file.diff_display). Nothing is read here: a path the model names may be a
+    FIFO, /dev/stdin or a link a background command just swapped in, and a second read would show what is
+    there now, not what was written."""
+    display = event.display or {}
+    if event.is_error or display.get("kind") != "diff" or not isinstance(display.get("new"), str):
         return None
-    return text if len(text) <= limit else None
+    old = display.get("old")
+    return _abs(cwd, str(display.get("path", ""))), old if isinstance(old, str) else None, display["new"]
 
 
-def to_updates(event: Event, cwd: str, edits: EditTexts | None = None) -> list[Any]:
+def to_updates(event: Event, cwd: str) -> list[Any]:
     """The ACP updates for an agent event (none for events editors do not show)."""
-    if edits is not None and isinstance(event, ToolCall):
-        edits.on_call(event)
-    if edits is not None and isinstance(event, ToolOutput):
-        found = edits.diff(event)
+    if isinstance(event, ToolOutput):
+        found = edit_diff(event, cwd)
         if found is not None:
             import acp
 

@@ -112,7 +112,7 @@ def tool_title(name: str, arguments: str) -> str:
     """The header line for a call, at most LIMIT characters (plain text, not yet sanitised)."""
     try:
         args = json.loads(arguments or "{}")
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):  # RecursionError: a hostile model's thousands of nested arrays
         return _clip(f"{name} {arguments}")
     if not isinstance(args, dict):
         return _clip(f"{name} {_s(args)}")
@@ -120,12 +120,15 @@ def tool_title(name: str, arguments: str) -> str:
     if maker is not None:
         try:
             return _clip(maker(args))
-        except (TypeError, ValueError, AttributeError):
+        except (TypeError, ValueError, AttributeError, RecursionError):
             pass
     if name.startswith("mcp__"):
         _, server, tool = ([*name.split("__", 2), "", ""])[:3]
         name = f"{server} · {tool}"
-    compact = json.dumps(args, ensure_ascii=False, separators=(", ", ": ")) if args else ""
+    try:
+        compact = json.dumps(args, ensure_ascii=False, separators=(", ", ": ")) if args else ""
+    except RecursionError:
+        compact = _clip(arguments)
     return _clip(f"{name} {compact}".rstrip())
 
 

@@ -62,6 +62,9 @@ class TreeWatch:
             os.close(self.fd)
             self.fd = -1
 
+    def __del__(self) -> None:  # a sandbox dropped unclosed must not keep an inotify instance (128 per user)
+        self.close()
+
     def scan(self, root_fd: int) -> Found:
         """List again what changed since the last scan: folders with events, and polled ones whose ctime moved."""
         self.found = Found()

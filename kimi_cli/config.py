@@ -1,7 +1,9 @@
 """Layered, typed configuration: defaults < ~/.kimi/config.toml < .kimi/config.toml < env < flags.
 
 The project layer (.kimi/config.toml in the workspace) loses its widening settings unless the folder is
-trusted (kimi_cli.trust): the workspace may be a repository someone else wrote.
+trusted (kimi_cli.trust): the workspace may be a repository someone else wrote. It is never read here: it
+comes from the snapshot the trust decision was made on (kimi_cli.project_settings), so what applies is
+exactly what was decided on.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from kimi_cli import trust
 from kimi_cli.errors import ConfigError
 from kimi_cli.hooks.config import HooksTable
-from kimi_cli.paths import config_files, kimi_home
+from kimi_cli.paths import kimi_home
 
 ProviderKind = Literal["moonshot", "local", "openai"]
 SandboxMode = Literal["auto", "bwrap", "landlock", "docker", "none"]
@@ -194,6 +196,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"invalid configuration in {path}: not valid TOML ({exc})") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from exc
+    return _validated(data, path)
+
+
+def _validated(data: dict[str, Any], path: Path) -> dict[str, Any]:
     try:
         Config.model_validate(data)
     except ValidationError as exc:
@@ -227,17 +233,27 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
     return layer
 
 
-def load_config(workspace: Path, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Config:
-    """Merge every layer and validate; raises ConfigError naming the file and key on bad input."""
+def load_config(
+    workspace: Path,
+    flags: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+    folder: trust.FolderTrust | None = None,
+) -> Config:
+    """Merge every layer and validate; raises ConfigError naming the file and key on bad input. The project
+    layer is the one of `folder` (a session's trust decision), else of trust.current(workspace)."""
     env = dict(os.environ) if environ is None else environ
     merged: dict[str, Any] = {}
-    user_file, project_file = config_files(workspace)
+    user_file = kimi_home() / "config.toml"
     if user_file.is_file():
         merged = _deep_merge(merged, _read_toml(user_file))
-    if project_file.is_file() and not trust.is_users_own(workspace):
-        project = _read_toml(project_file)
+    state = folder if folder is not None else trust.current(workspace)
+    project = state.project
+    if project.config_error:
+        raise ConfigError(project.config_error)
+    if project.config_present:
         # The folder's own settings that widen what kimi may do apply only to a trusted folder (kimi_cli.trust).
-        merged = _deep_merge(merged, project if trust.is_trusted(workspace) else trust.strip_widening(project))
+        layer = trust.project_layer(state, merged)
+        merged = _deep_merge(merged, _validated(layer, project.config_path))
     merged = _deep_merge(merged, _env_layer(env))
     merged = _deep_merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
     try:

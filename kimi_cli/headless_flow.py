@@ -38,18 +38,17 @@ class HeadlessFlow:
         """The custom command the prompt names, expanded (with its turn's model and allowed tools)."""
         if not self.prompt.startswith("/"):
             return self._with_schema(message), None
-        from kimi_cli import trust
         from kimi_cli.commands_custom.session import CommandSet, TurnScope, prepare
         from kimi_cli.images import build_user_message
 
-        commands = CommandSet.load(self.runtime.workdir)
+        commands = CommandSet.load(self.runtime.workdir, folder=self.runtime.folder_trust)
         found = commands.find(self.prompt)
         if found is None:
             return self._with_schema(message), None
         command, args = found
         self.command = command.name
         expansion = await prepare(commands, command, args, agent.registry)
-        scope = TurnScope(command, trust.is_trusted(self.runtime.workdir))
+        scope = TurnScope(command, commands.trusted)
         shell = agent.registry.get("Shell")
         notes = expansion.notes + scope.enter(getattr(shell, "approver", None), agent.provider, self.runtime)
         for note in notes:

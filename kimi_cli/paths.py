@@ -15,6 +15,32 @@ def kimi_home() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".kimi"
 
 
+def is_users_own(folder: Path) -> bool:
+    """Whether `folder/.kimi` is the user's own kimi home (kimi started in the home folder): the same folder,
+    by device and inode, reached from `folder` without following a link. A repository's `.kimi -> ~/.kimi`
+    is a link, so that repository is a project like any other. The home's own path is the user's word, links
+    in it included ($KIMI_HOME, a dotfiles link)."""
+    try:
+        home = os.stat(kimi_home())
+        parent = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        own = os.open(".kimi", _NO_FOLLOW_DIR, dir_fd=parent)
+    except OSError:  # absent, not a folder, or a link
+        return False
+    finally:
+        os.close(parent)
+    try:
+        st = os.fstat(own)
+    finally:
+        os.close(own)
+    return (st.st_dev, st.st_ino) == (home.st_dev, home.st_ino)
+
+
+_NO_FOLLOW_DIR = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 def workspace_key(workspace: Path) -> str:
     """A short stable name for a workspace folder, used to group its sessions."""
     real = str(workspace.resolve())

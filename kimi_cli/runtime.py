@@ -105,11 +105,11 @@ class Runtime:
         folder_trust = trust.resolve(workdir, grant=bool(flags.get("trust")), ask=ask_trust)
         plan = bool(flags.get("plan"))
         flags = {k: v for k, v in flags.items() if k not in ("trust", "plan")}
-        config = load_config(workdir, flags)
+        config = load_config(workdir, flags, folder=folder_trust)  # the snapshot trust decided on, not a new read
         endpoint = resolve_endpoint(config)
         from kimi_cli.mcp.wiring import start_mcp
 
-        mcp = start_mcp(workdir, config.mcp_config)  # servers come up while the repository is packed
+        mcp = start_mcp(workdir, config.mcp_config, folder_trust)  # servers come up while the repository is packed
         from kimi_cli.llm.endpoint_info import resolve_context_length
 
         info = lookup(endpoint.model, endpoint.provider, _overrides(config))
@@ -171,7 +171,7 @@ class Runtime:
 
             self.mode.told_plan = told_in(self.history)
         self.start_source = "resume" if resumed else "startup"
-        self.hooks = open_hooks(self.workdir, lambda: self.session, lambda: self.mode.current)
+        self.hooks = open_hooks(self.workdir, lambda: self.session, lambda: self.mode.current, self.folder_trust)
 
     def make_agent(
         self, emit: Callable[[Event], None], approver: ShellApprover, headless: bool = False

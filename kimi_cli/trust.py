@@ -1,15 +1,16 @@
-"""Folder trust: may this folder's own config widen what kimi does?
+"""Folder trust: may this folder's config widen what kimi does?
 
 A workspace's `.kimi/config.toml` and `.kimi/mcp.json` are data the workspace controls: a cloned repository
 ships them, and a sandboxed command can write them. Settings there that would widen what kimi may do (where
 the user's API key goes, programs started on the host, a sandbox turned off, approvals waved through) apply
 only once the user trusts the folder. Settings that narrow (deny rules, hidden paths, a stricter policy)
-always apply. Trust is remembered in ~/.kimi/trusted.json by folder and by a digest of exactly those
-settings, so a change to them asks again.
+always apply. Every setting is classified in kimi_cli.trust_rules. Trust is remembered in ~/.kimi/trusted.json
+by folder and by a digest of exactly those settings, so a change to them asks again.
 
-For other features (hooks, custom commands, ...): add the keys that widen to WIDENING below, and ask
-`is_trusted(folder)` before using anything the folder's config declares. Front ends decide once per session
-with `resolve()` (interactive: a question; headless: `--trust` or `kimi trust`; ACP: a permission request).
+The folder's files are read once, into a snapshot (kimi_cli.project_settings.ProjectSettings): the decision is
+made on the snapshot, and config, MCP servers, hooks and commands apply the same snapshot (FolderTrust.project),
+never a second read that a writer could have changed in between. Front ends decide once per session with
+`resolve()` (interactive: a question; headless: `--trust` or `kimi trust`; ACP: a permission request).
 """
 
 from __future__ import annotations
@@ -17,60 +18,23 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kimi_cli import trust_rules
 from kimi_cli.paths import kimi_home, write_private
-from kimi_cli.settings_read import read_settings_text
+from kimi_cli.project_settings import ProjectSettings, read_project
 
-# Dotted key in a project config -> when it widens: "any" (any value), "true" (a true value), "nonempty"
-# (a non-empty list or table), or a tuple of the values that widen. One line per setting; keep it data.
-WIDENING: dict[str, Any] = {
-    "base_url": "any",  # the user's key would go to the folder's endpoint
-    "provider": "any",
-    "api_key": "any",
-    "providers": "nonempty",
-    "yolo": "true",
-    "approval.allow": "nonempty",
-    "sandbox.mode": ("none",),
-    "sandbox.allow_network": "true",
-    "sandbox.writable_paths": "nonempty",
-    "sandbox.readable_paths": "nonempty",
-    "sandbox.env_allow": "nonempty",  # kimi's environment (tokens, database URLs) into commands
-    "web.allowed_hosts": "nonempty",
-    "web.allowed_private_hosts": "nonempty",
-    "git.allow_hooks": "true",
-    "mcp_config": "nonempty",
-    "hooks": "any",
-    "commands": "any",
-}
+# Every setting of the config model, classified (kimi_cli.trust_rules: WIDENING, NARROWING, limits).
+WIDENING, WHAT = trust_rules.WIDENING, trust_rules.WHAT
 # Files of the folder, not settings, that widen what kimi does: the scripts its hooks run, its custom commands
-# that run `!cmd` or pre-approve tools. "module:function" (folder) -> [(key, value, description)]; the values
-# go into the digest, so a changed script or command asks again.
+# that run `!cmd` or pre-approve tools, its MCP servers' scripts and config files. "module:function" taking the
+# folder's snapshot (kimi_cli.project_settings) -> [(key, value, description)]; the values go into the digest,
+# so a changed script or command asks again.
 FILE_WIDENINGS = ("kimi_cli.hooks.pins:widenings", "kimi_cli.hooks.claude:widenings",
                   "kimi_cli.commands_custom.loader:widenings", "kimi_cli.mcp.host_launch:widenings")  # fmt: skip
-WHAT = {
-    "base_url": "send requests (and your API key) to {host} ({value})",
-    "provider": "use the provider {value}",
-    "api_key": "use its own API key",
-    "providers": "change provider endpoints: {host} ({value})",
-    "yolo": "approve every action (yolo)",
-    "approval.allow": "approve without asking: {value}",
-    "sandbox.mode": 'run commands with no sandbox (sandbox.mode = "none")',
-    "sandbox.allow_network": "give sandboxed commands the network",
-    "sandbox.writable_paths": "let commands write {value}",
-    "sandbox.readable_paths": "let commands read {value}",
-    "sandbox.env_allow": "pass your environment variables {value} to commands",
-    "web.allowed_hosts": "fetch without asking from {value}",
-    "web.allowed_private_hosts": "fetch from private or local hosts {value}",
-    "git.allow_hooks": "run the repository's git hooks on commit",
-    "mcp_config": "load MCP config files {value}",
-    "hooks": "run hook commands",
-    "commands": "add custom commands",
-}
 
 
 @dataclass(frozen=True)
@@ -84,13 +48,19 @@ class Widening:
 
 @dataclass
 class FolderTrust:
-    """A folder, what its config asks for, and whether those settings apply in this session."""
+    """A folder, what its config asks for, and whether those settings apply in this session. `project` is
+    the snapshot the decision was made on: what applies is read from it, never from the files again."""
 
     folder: Path
     asks: list[Widening] = field(default_factory=list)
     digest: str = ""
     trusted: bool = False
     how: str = "nothing to trust"  # remembered | --trust | you agreed | not trusted | nothing to trust
+    project: ProjectSettings = None  # type: ignore[assignment]  # set in __post_init__ when not given
+
+    def __post_init__(self) -> None:
+        if self.project is None:
+            self.project = ProjectSettings(self.folder)
 
     @property
     def applies(self) -> bool:
@@ -111,42 +81,16 @@ class FolderTrust:
         return [w.description for w in self.asks]
 
 
-def _get(data: dict[str, Any], dotted: str) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _widens(rule: Any, value: Any) -> bool:
-    if value is None:
-        return False
-    if rule == "any":
-        return True
-    if rule == "true":
-        return value is True
-    if rule == "nonempty":
-        return bool(value)
-    return value in rule
-
-
 def _short(value: Any) -> str:
     text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def project_files(folder: Path) -> tuple[Path, Path]:
-    return folder / ".kimi" / "config.toml", folder / ".kimi" / "mcp.json"
-
-
 def is_users_own(folder: Path) -> bool:
-    """The folder's .kimi is the user's own ~/.kimi (kimi started in the home folder): nothing to trust."""
-    try:
-        return (folder / ".kimi").resolve() == kimi_home().resolve()
-    except OSError:
-        return False
+    """The folder's .kimi is the user's own kimi home, reached without a link (kimi_cli.paths)."""
+    from kimi_cli.paths import is_users_own as own
+
+    return own(folder)
 
 
 def hosts_in(value: Any) -> str:
@@ -182,10 +126,9 @@ def _strings(value: Any) -> list[str]:
 def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Widening]:
     """What a project config (parsed TOML) and its MCP servers ask for that widens."""
     found = []
-    for key, rule in WIDENING.items():
-        value = _get(config, key)
-        if _widens(rule, value):
-            found.append(Widening(key, value, WHAT.get(key, key).format(value=_short(value), host=hosts_in(value))))
+    for pattern, key, value in trust_rules.widening_settings(config):
+        words = WHAT.get(pattern, key).format(value=_short(value), host=hosts_in(value))
+        found.append(Widening(key, value, words))
     for name, server in sorted(mcp_servers.items()):
         what = server.get("command") or server.get("url") if isinstance(server, dict) else server
         if isinstance(server, dict) and server.get("url"):
@@ -217,37 +160,19 @@ def _hidden(server: Any) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def file_widenings(folder: Path) -> list[Widening]:
-    """What the folder's files ask for (FILE_WIDENINGS); a source that fails counts as asking for nothing."""
+def file_widenings(project: ProjectSettings) -> list[Widening]:
+    """What the folder's files ask for (FILE_WIDENINGS), from the snapshot; a source that is not installed
+    counts as asking for nothing."""
     import importlib
 
     found: list[Widening] = []
     for source in FILE_WIDENINGS:
         module, _, name = source.partition(":")
         try:
-            found += [Widening(*item) for item in getattr(importlib.import_module(module), name)(folder)]
+            found += [Widening(*item) for item in getattr(importlib.import_module(module), name)(project)]
         except ImportError:
             continue
     return found
-
-
-def read_project(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The folder's config.toml and mcp.json `mcpServers`, raw; unreadable files count as empty here
-    (loading them later reports the error)."""
-    config_path, mcp_path = project_files(folder)
-    config: dict[str, Any] = {}
-    servers: dict[str, Any] = {}
-    try:
-        config = tomllib.loads(read_settings_text(config_path)) if config_path.is_file() else {}
-    except (OSError, ValueError):
-        config = {}
-    try:
-        data = json.loads(read_settings_text(mcp_path)) if mcp_path.is_file() else {}
-        servers = data.get("mcpServers", {}) if isinstance(data, dict) else {}
-        servers = servers if isinstance(servers, dict) else {}
-    except (OSError, ValueError):
-        servers = {}
-    return config, servers
 
 
 def digest_of(asks: list[Widening]) -> str:
@@ -255,13 +180,15 @@ def digest_of(asks: list[Widening]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def assess(folder: Path) -> FolderTrust:
-    """What the folder asks for, and whether the user already trusted exactly that."""
+def assess(folder: Path, project: ProjectSettings | None = None) -> FolderTrust:
+    """What the folder asks for (its files read once now, unless a snapshot is given), and whether the user
+    already trusted exactly that."""
     folder = folder.resolve()
-    if is_users_own(folder):
-        return FolderTrust(folder)
-    asks = widening_in(*read_project(folder)) + file_widenings(folder)
-    state = FolderTrust(folder, asks, digest_of(asks))
+    project = project if project is not None else read_project(folder)
+    if project.users_own:
+        return FolderTrust(folder, project=project)
+    asks = widening_in(project.config, project.mcp_servers) + file_widenings(project)
+    state = FolderTrust(folder, asks, digest_of(asks), project=project)
     if not asks:
         return state
     remembered = _load().get(str(folder))
@@ -342,7 +269,8 @@ def decide(state: FolderTrust, trusted: bool, how: str) -> FolderTrust:
 
 
 def current(folder: Path) -> FolderTrust:
-    """This session's decision for the folder, else what is remembered."""
+    """This session's decision for the folder, with the snapshot it was made on; else what is remembered
+    for the folder as it is now (one fresh read)."""
     folder = folder.resolve()
     return _DECIDED.get(folder) or assess(folder)
 
@@ -350,34 +278,16 @@ def current(folder: Path) -> FolderTrust:
 def is_trusted(folder: Path) -> bool:
     """May this folder's config widen what kimi does? True when trusted or when it asks for nothing.
 
-    Asked of the folder as it is NOW: the decision was about the settings shown when it was made, and a
-    command (or another session's command) may have rewritten them since: while the user read the question,
-    or later in the session. Settings that changed apply only once trusted as they are."""
-    return trusted_state(folder) is not None
+    The answer is about the snapshot the session's decision was made on (current()): what kimi applies is
+    read from that snapshot too, so a file rewritten since (while the user read the question, or later in
+    the session) is neither trusted nor used until the next start, where it asks again."""
+    return current(folder).applies
 
 
-def trusted_state(folder: Path) -> FolderTrust | None:
-    """The folder's settings as assessed now, when they may apply (is_trusted); else None. A caller that
-    read some of those settings itself compares them with this state's `asks`, so what it uses is what was
-    trusted even if a writer changes the files in between (kimi_cli.hooks.sources)."""
-    decided = current(folder)
-    now = assess(folder)
-    if not now.asks or now.trusted or (decided.trusted and decided.digest == now.digest):
-        return now
-    return None
-
-
-def strip_widening(config: dict[str, Any]) -> dict[str, Any]:
-    """The project config without its widening settings (what narrows stays)."""
-    out = json.loads(json.dumps(config, default=str)) if config else {}
-    for key, rule in WIDENING.items():
-        parts = key.split(".")
-        node = out
-        for part in parts[:-1]:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and _widens(rule, node.get(parts[-1])):
-            del node[parts[-1]]
-    return out
+def project_layer(state: FolderTrust, before: dict[str, Any]) -> dict[str, Any]:
+    """The folder's parsed config as it applies: whole when trusted (or asking nothing), else without its
+    widening settings and with its limits no looser than `before` (kimi_cli.trust_rules)."""
+    return trust_rules.project_layer(state.project.config, before, state.applies)
 
 
 def note_own_change(folder: Path, before: FolderTrust, key: str, value: Any) -> None:

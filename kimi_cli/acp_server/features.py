@@ -34,7 +34,7 @@ def commands_update(session: Any) -> Any:
 
     from kimi_cli.commands_custom.session import CommandSet
 
-    commands = CommandSet.load(session.runtime.workdir, BUILT_INS)
+    commands = CommandSet.load(session.runtime.workdir, BUILT_INS, session.runtime.folder_trust)
     session.custom_commands = commands
     listed = [AvailableCommand(name=name, description=text) for name, text in BUILT_INS.items()]
     for command in commands.commands.values():
@@ -75,7 +75,6 @@ async def run_prompt(session: Any, message: dict[str, Any]) -> RunOutcome:
 
 
 async def _expand(session: Any, message: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    from kimi_cli import trust
     from kimi_cli.agent.events import Notice
     from kimi_cli.commands_custom.session import CommandSet, TurnScope, prepare
 
@@ -84,13 +83,15 @@ async def _expand(session: Any, message: dict[str, Any]) -> tuple[dict[str, Any]
         from kimi_cli.init_cmd import init_prompt
 
         return {"role": "user", "content": init_prompt(session.runtime.workdir)}, None
-    commands = getattr(session, "custom_commands", None) or CommandSet.load(session.runtime.workdir, BUILT_INS)
+    commands = getattr(session, "custom_commands", None) or CommandSet.load(
+        session.runtime.workdir, BUILT_INS, session.runtime.folder_trust
+    )
     found = commands.find(text) if text.startswith("/") else None
     if found is None:
         return message, None
     command, args = found
     expansion = await prepare(commands, command, args, session.agent.registry)
-    scope = TurnScope(command, trust.is_trusted(session.runtime.workdir))
+    scope = TurnScope(command, commands.trusted)
     for note in expansion.notes + scope.enter(session.approver, session.agent.provider, session.runtime):
         session.agent.emit(Notice(note))
     return {"role": "user", "content": expansion.prompt}, scope

@@ -68,11 +68,12 @@ def _load() -> dict:  # type: ignore[type-arg]
     from kimi_cli.errors import KimiError
     from kimi_cli.mcp.config import load_servers
 
-    notice = trust.current(Path.cwd()).notice()
+    state = trust.current(Path.cwd())  # one read of the folder's files: the notice and the servers agree
+    notice = state.notice()
     if notice:  # the folder's own servers are neither listed nor started until it is trusted
         _echo(f"kimi mcp: {notice}", err=True)
     try:
-        return load_servers(Path.cwd())
+        return load_servers(Path.cwd(), folder=state)
     except KimiError as exc:
         _echo(f"kimi mcp: {exc}", err=True)
         raise typer.Exit(int(exc.exit_code)) from None

@@ -4,8 +4,10 @@
 the user's; built-in commands are never shadowed (the front ends skip such a name and say so).
 
 Project files are read through the no-follow reader (kimi_cli.tools.safe_fs): a link cannot pull a file
-from outside the workspace into a prompt. A project command that runs `!cmd` lines or pre-approves tools
-widens what kimi does, so it counts for the folder's trust (kimi_cli.trust.FILE_WIDENINGS).
+from outside the workspace into a prompt. They are read once, into the folder's snapshot
+(kimi_cli.project_settings), which the trust decision is made on: a project command that runs `!cmd` lines or
+pre-approves tools widens what kimi does, so it counts for the folder's trust (kimi_cli.trust.FILE_WIDENINGS),
+and the command that runs is the one that decision saw.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kimi_cli import frontmatter
+
+if TYPE_CHECKING:
+    from kimi_cli.project_settings import ProjectSettings
 
 # (source, folder): project folders are relative to the workspace, user folders to the home folder.
 ROOTS: tuple[tuple[str, str], ...] = (
@@ -118,26 +124,27 @@ def load_from(source: str, folder: str, workdir: Path) -> list[CustomCommand]:
     return commands
 
 
-def load_commands(workdir: Path) -> dict[str, CustomCommand]:
-    """Every custom command by name; the first root that has a name wins (project before user)."""
+def load_commands(workdir: Path, project: list[CustomCommand] | None = None) -> dict[str, CustomCommand]:
+    """Every custom command by name; the first root that has a name wins (project before user). `project`:
+    the project's commands as the folder's snapshot read them (else they are read now)."""
+    if project is None:
+        project = [c for source, folder in ROOTS if source == "project" for c in load_from(source, folder, workdir)]
+    users = [c for source, folder in ROOTS if source == "user" for c in load_from(source, folder, workdir)]
     found: dict[str, CustomCommand] = {}
-    for source, folder in ROOTS:
-        for command in load_from(source, folder, workdir):
-            found.setdefault(command.name, command)
+    for command in project + users:
+        found.setdefault(command.name, command)
     return dict(sorted(found.items()))
 
 
-def widenings(folder: Path) -> list[tuple[str, object, str]]:
-    """For kimi_cli.trust: project commands that run `!cmd` lines or pre-approve tools (key, value, words)."""
+def widenings(project: ProjectSettings) -> list[tuple[str, object, str]]:
+    """For kimi_cli.trust: project commands that run `!cmd` lines or pre-approve tools (key, value, words),
+    from the folder's snapshot."""
     found: list[tuple[str, object, str]] = []
-    for source, root in ROOTS:
-        if source != "project":
-            continue
-        for command in load_from(source, root, folder):
-            if command.shell_lines or command.allowed_tools:
-                value = {"run": command.shell_lines, "allowed-tools": command.allowed_tools}
-                runs = ", ".join(f"`{line}`" for line in command.shell_lines) or "nothing"
-                tools = ", ".join(command.allowed_tools) or "no tool"
-                words = f"let its command /{command.name} run {runs} and pre-approve {tools}"
-                found.append((f"commands:{root}/{command.rel}", value, words))
+    for command in project.commands:
+        if command.shell_lines or command.allowed_tools:
+            value = {"run": command.shell_lines, "allowed-tools": command.allowed_tools}
+            runs = ", ".join(f"`{line}`" for line in command.shell_lines) or "nothing"
+            tools = ", ".join(command.allowed_tools) or "no tool"
+            words = f"let its command /{command.name} run {runs} and pre-approve {tools}"
+            found.append((f"commands:{command.folder}/{command.rel}", value, words))
     return found

@@ -23,15 +23,22 @@ class CommandSet:
     workdir: Path
     commands: dict[str, CustomCommand] = field(default_factory=dict)
     shadowed: list[CustomCommand] = field(default_factory=list)  # named like a built-in: not offered
+    trusted: bool = False  # the folder's trust decision: its project commands may run `!cmd`, pre-approve
 
     @classmethod
-    def load(cls, workdir: Path, builtins: Iterable[str] = ()) -> CommandSet:
+    def load(cls, workdir: Path, builtins: Iterable[str] = (), folder: Any = None) -> CommandSet:
+        """The commands of the workspace; the project's as read by the snapshot of `folder` (the session's
+        kimi_cli.trust.FolderTrust, else trust.current), so what runs is what its trust decision saw."""
+        from kimi_cli import trust
+
+        state = folder if folder is not None else trust.current(workdir)
         taken = set(builtins)
-        found = load_commands(workdir)
+        found = load_commands(workdir, state.project.commands)
         return cls(
             workdir,
             {name: c for name, c in found.items() if name not in taken},
             [c for name, c in found.items() if name in taken],
+            state.applies,
         )
 
     def find(self, line: str) -> tuple[CustomCommand, str] | None:
@@ -45,11 +52,7 @@ class CommandSet:
 
     def may_run(self, command: CustomCommand) -> bool:
         """A user command's `!cmd` lines run; a project command's only in a trusted folder."""
-        if command.source != "project":
-            return True
-        from kimi_cli import trust
-
-        return trust.is_trusted(self.workdir)
+        return command.source != "project" or self.trusted
 
     def notices(self) -> list[str]:
         return [f"/{c.name} ({c.label}/{c.rel}) is not offered: /{c.name} is a built-in command" for c in self.shadowed]

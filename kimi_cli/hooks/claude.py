@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kimi_cli import jsonsafe
 from kimi_cli.hooks.config import DEFAULT_TIMEOUT, EVENTS, Hook
+
+if TYPE_CHECKING:
+    from kimi_cli.project_settings import ProjectSettings
 
 PROJECT_FILES = (".claude/settings.json", ".claude/settings.local.json")
 USER_FILE = "~/.claude/settings.json"
@@ -84,9 +87,10 @@ def user_hooks() -> list[Hook]:
     return hooks_in(read_settings(Path(os.path.expanduser(USER_FILE))), f"user: {USER_FILE}")
 
 
-def widenings(folder: Path) -> list[tuple[str, object, str]]:
-    """For kimi_cli.trust: the project's Claude Code hooks (their commands go into the trust digest)."""
-    hooks = project_hooks(folder)
+def widenings(project: ProjectSettings) -> list[tuple[str, object, str]]:
+    """For kimi_cli.trust: the project's Claude Code hooks, as the folder's snapshot read them (their commands
+    go into the trust digest)."""
+    hooks = project.claude_hooks
     if not hooks:
         return []
     listed = listing(hooks)

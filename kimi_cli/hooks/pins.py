@@ -16,6 +16,10 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kimi_cli.project_settings import ProjectSettings
 
 PROJECT_VARS = re.compile(r"\$\{?(CLAUDE_PROJECT_DIR|KIMI_PROJECT_DIR|PWD)\}?")
 SEPARATORS = re.compile(r"[\s;&|()<>`]+")
@@ -73,16 +77,12 @@ def changed(pins: dict[str, str], workdir: Path) -> list[str]:
     return [rel for rel, was in pins.items() if digest(workdir, rel) != was]
 
 
-def widenings(folder: Path) -> list[tuple[str, object, str]]:
-    """For kimi_cli.trust: the scripts the project's own hooks name (.kimi and .claude), with their digests
-    (key, value, words)."""
-    from kimi_cli.hooks.claude import project_hooks
-    from kimi_cli.hooks.config import _table, hooks_from
-
-    hooks = hooks_from(_table(folder / ".kimi" / "config.toml"), "project") + project_hooks(folder)
+def widenings(project: ProjectSettings) -> list[tuple[str, object, str]]:
+    """For kimi_cli.trust: the scripts the project's own hooks name (.kimi and .claude), with the digests the
+    folder's snapshot took (key, value, words)."""
     scripts: dict[str, str] = {}
-    for hook in hooks:
-        scripts.update(pin(hook.command, folder))
+    for named in project.hook_pins.values():
+        scripts.update(named)
     if not scripts:
         return []
     names = ", ".join(sorted(scripts))

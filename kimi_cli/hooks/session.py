@@ -131,11 +131,14 @@ class HookSession:
         return [hook.describe() for hook in self.runner.hooks]
 
 
-def open_hooks(workdir: Path, session: Callable[[], SessionLike], mode: Callable[[], str]) -> HookSession | None:
-    """The workspace's hooks (the user's, and the project's in a trusted folder); None when there are none."""
+def open_hooks(
+    workdir: Path, session: Callable[[], SessionLike], mode: Callable[[], str], folder: Any = None
+) -> HookSession | None:
+    """The workspace's hooks (the user's, and the project's in a trusted folder: from `folder`, the session's
+    kimi_cli.trust.FolderTrust); None when there are none."""
     from kimi_cli.hooks.sources import load_pinned
 
-    hooks, pinned = load_pinned(workdir)
+    hooks, pinned = load_pinned(workdir, folder)
     if not hooks:
         return None
     return HookSession(HookRunner(workdir, hooks, pinned=pinned), session, mode)

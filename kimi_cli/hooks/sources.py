@@ -2,57 +2,42 @@
 Code's ~/.claude/settings.json), then, in a trusted folder only, the project's (.kimi/config.toml, then
 .claude/settings.json and .claude/settings.local.json).
 
-The project's hooks are read once, with the scripts they name pinned, and only then is trust checked; the
-hooks, their scripts' digests and what the trust decision covered must be the same, else none of the
-project's hooks run. A writer that changes the files between the read and the check (a command of another
-session in the same folder) cannot slip in a hook or a script nobody trusted.
+The project's hooks, and the digests of the scripts they name, are never read here: they come from the
+snapshot the session's trust decision was made on (kimi_cli.project_settings), so the hooks that run are
+exactly those the decision covered. A writer that changes the files meanwhile (a command of another session
+in the same folder) cannot slip in a hook or a script nobody trusted; the runner keeps the snapshot's pins.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kimi_cli.hooks import claude, pins
 from kimi_cli.hooks.config import Hook, _table, hooks_from
 
+if TYPE_CHECKING:
+    from kimi_cli.trust import FolderTrust
+
 Pinned = dict[Hook, dict[str, str]]
 
 
-def load_hooks(workdir: Path) -> list[Hook]:
+def load_hooks(workdir: Path, folder: FolderTrust | None = None) -> list[Hook]:
     """The user's hooks, then the project's when the folder is trusted (kimi_cli.trust)."""
-    return load_pinned(workdir)[0]
+    return load_pinned(workdir, folder)[0]
 
 
-def load_pinned(workdir: Path) -> tuple[list[Hook], Pinned]:
-    """The hooks and, for each, the digests of the workspace scripts it names, taken as they were read."""
+def load_pinned(workdir: Path, folder: FolderTrust | None = None) -> tuple[list[Hook], Pinned]:
+    """The hooks and, for each, the digests of the workspace scripts it names. The project's come from
+    `folder` (the session's trust decision), else from trust.current(workdir)."""
     from kimi_cli import trust
-    from kimi_cli.paths import config_files
+    from kimi_cli.paths import kimi_home
 
-    user_file, project_file = config_files(workdir)
-    hooks = hooks_from(_table(user_file), "user") + claude.user_hooks()
+    hooks = hooks_from(_table(kimi_home() / "config.toml"), "user") + claude.user_hooks()
     pinned = {hook: pins.pin(hook.command, workdir) for hook in hooks}
-    if trust.is_users_own(workdir):
+    state = folder if folder is not None else trust.current(workdir)
+    project = state.project
+    theirs = project.kimi_hooks + project.claude_hooks
+    if not theirs or not state.applies:
         return hooks, pinned
-    table = _table(project_file) if project_file.is_file() else None
-    own, theirs = hooks_from(table, "project"), claude.project_hooks(workdir)
-    if not own and not theirs:
-        return hooks, pinned
-    project_pins = {hook: pins.pin(hook.command, workdir) for hook in own + theirs}
-    state = trust.trusted_state(workdir)  # assessed after the read above
-    if state is None or not _as_trusted(state, table, theirs, project_pins):
-        return hooks, pinned
-    return hooks + own + theirs, {**pinned, **project_pins}
-
-
-def _as_trusted(state: object, table: object, theirs: list[Hook], project_pins: Pinned) -> bool:
-    """Whether the hooks read are the ones the trust decision saw: the .kimi table, the Claude Code hooks
-    and the scripts' digests, each as the trust digest holds it (absent when there is none)."""
-    asks = {w.key: w.value for w in getattr(state, "asks", [])}
-    scripts: dict[str, str] = {}
-    for named in project_pins.values():
-        scripts.update(named)
-    return (
-        asks.get("hooks") == table
-        and asks.get("claude.hooks") == (claude.listing(theirs) or None)
-        and asks.get("hooks.scripts") == (dict(sorted(scripts.items())) or None)
-    )
+    return hooks + theirs, {**pinned, **{hook: project.hook_pins.get(hook, {}) for hook in theirs}}

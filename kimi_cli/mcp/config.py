@@ -10,13 +10,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kimi_cli.errors import ConfigError
 from kimi_cli.paths import kimi_home
 from kimi_cli.settings_read import read_settings_text
+
+if TYPE_CHECKING:
+    from kimi_cli.trust import FolderTrust
 
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -100,25 +103,50 @@ def load_servers(
     extra: list[Path] | None = None,
     environ: dict[str, str] | None = None,
     trusted: bool | None = None,
+    folder: FolderTrust | None = None,
 ) -> dict[str, ServerConfig]:
-    """Every configured server by name, later files winning; disabled ones included (for `kimi mcp list`).
+    """Every configured server by name, later files winning; disabled ones included (for `kimi mcp list`)."""
+    return {name: cfg for name, (_source, cfg) in load_sources(workspace, extra, environ, trusted, folder).items()}
+
+
+def load_sources(
+    workspace: Path,
+    extra: list[Path] | None = None,
+    environ: dict[str, str] | None = None,
+    trusted: bool | None = None,
+    folder: FolderTrust | None = None,
+) -> dict[str, tuple[Path, ServerConfig]]:
+    """Every configured server by name, with the file it came from.
 
     The folder's own .kimi/mcp.json counts only when the folder is trusted (kimi_cli.trust): its servers are
-    programs that would start on the host."""
+    programs that would start on the host. It, and the `mcp_config` files the folder's config names, come
+    from the snapshot the trust decision was made on (`folder`, else trust.current), never from a second read."""
     from kimi_cli import trust
 
     env = dict(os.environ) if environ is None else environ
+    state = folder if folder is not None else trust.current(workspace)
+    project = state.project
     if trusted is None:
-        trusted = trust.is_trusted(workspace)
+        trusted = state.applies
     merged: dict[str, tuple[Path, Any]] = {}
-    for path in config_paths(workspace, extra, project=trusted):
-        if path in (extra or []) or path.is_file():
-            for name, raw in read_file(path).items():
-                merged[name] = (path, raw)
-    servers: dict[str, ServerConfig] = {}
+    layers: list[tuple[Path, dict[str, Any] | None, str | None]] = []
+    user = kimi_home() / "mcp.json"
+    if user.is_file():
+        layers.append((user, read_file(user), None))
+    if trusted and project.mcp_present:
+        layers.append((project.mcp_path, project.mcp_servers, project.mcp_error))
+    for path in extra or []:
+        known = project.mcp_file(path)
+        layers.append((path, known.servers, known.error) if known is not None else (path, read_file(path), None))
+    for path, found, error in layers:
+        if error is not None:
+            raise ConfigError(error)
+        for name, raw in (found or {}).items():
+            merged[name] = (path, raw)
+    servers: dict[str, tuple[Path, ServerConfig]] = {}
     for name, (path, raw) in merged.items():
         try:
-            servers[name] = ServerConfig.model_validate(expand(raw, env, f"{path}: mcpServers.{name}"))
+            servers[name] = (path, ServerConfig.model_validate(expand(raw, env, f"{path}: mcpServers.{name}")))
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(server)'}: {e['msg']}" for e in exc.errors()

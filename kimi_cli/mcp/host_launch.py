@@ -16,11 +16,13 @@ which sandboxed commands may write. So:
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kimi_cli.project_settings import ProjectSettings
 
 KIMI_KEYS = ("KIMI_API_KEY", "MOONSHOT_API_KEY")
 
@@ -81,35 +83,18 @@ def server_env(
     return {**base, **own}
 
 
-def widenings(folder: Path) -> list[tuple[str, object, str]]:
-    """For kimi_cli.trust: the workspace files the folder's own MCP servers name (with their digests), and
-    the servers of each `mcp_config` file its config lists (their content, wherever the file lives)."""
-    from kimi_cli import trust
-
-    config, servers = trust.read_project(folder)
+def widenings(project: ProjectSettings) -> list[tuple[str, object, str]]:
+    """For kimi_cli.trust, from the folder's snapshot: the servers of each `mcp_config` file its config lists
+    (their content, wherever the file lives), and the workspace files its own servers name (their digests)."""
     found: list[tuple[str, object, str]] = []
-    listed = config.get("mcp_config")
-    files = [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
-    for raw in files:
-        path = Path(folder, Path(raw).expanduser())  # as kimi_cli.mcp.wiring opens it
-        content: Any
-        try:
-            from kimi_cli.settings_read import read_settings_text
-
-            data = json.loads(read_settings_text(path))
-            content = data.get("mcpServers") if isinstance(data, dict) else None
-        except (OSError, ValueError) as exc:
-            content = f"unreadable: {type(exc).__name__}"
+    for raw, listed in project.mcp_files.items():
+        content: Any = listed.servers if listed.error is None else f"unreadable: {listed.error}"
         names = ", ".join(sorted(content)) if isinstance(content, dict) else str(content)
         found.append((f"mcp_config:{raw}", content, f"start the MCP servers listed in {raw}: {names or 'none'}"))
-        if isinstance(content, dict):
-            servers = {**servers, **{f"{raw}:{k}": v for k, v in content.items()}}
-    for name, server in sorted(servers.items()):
-        if not isinstance(server, dict) or not isinstance(server.get("command"), str):
-            continue
-        raw_args = server.get("args")
-        args = [str(a) for a in raw_args] if isinstance(raw_args, list) else []
-        pins = server_pins(server["command"], args, folder)
+    labels = {str(project.mcp_path): ""} | {str(f.path): f"{raw}:" for raw, f in project.mcp_files.items()}
+    named = sorted((f"{labels.get(source, source + ':')}{name}", pins) for (source, name), (_root, pins)
+                   in project.server_pins.items())  # fmt: skip
+    for name, pins in named:
         if pins:
             files_named = ", ".join(sorted(pins))
             found.append((f"mcp:{name}:files", pins, f"run these workspace files as the MCP server {name!r}: "

@@ -36,11 +36,14 @@ class ServerState:
     task: asyncio.Task[None] | None = None
 
 
-def _cwd(cfg: ServerConfig) -> Path:
+def server_cwd(cfg: ServerConfig) -> Path:
     """The folder a stdio server starts in (its own `cwd`, else kimi's: usually the workspace)."""
     import os
 
     return Path(os.getcwd(), cfg.cwd or "")
+
+
+_cwd = server_cwd
 
 
 class McpError(Exception):
@@ -48,13 +51,17 @@ class McpError(Exception):
 
 
 class McpManager:
-    def __init__(self, servers: dict[str, ServerConfig], log_dir: Path) -> None:
+    def __init__(
+        self, servers: dict[str, ServerConfig], log_dir: Path, pins: dict[str, dict[str, str]] | None = None
+    ) -> None:
         self.states = {name: ServerState(name, cfg) for name, cfg in sorted(servers.items()) if cfg.enabled}
         self.log_dir = log_dir
         from kimi_cli.mcp.host_launch import server_pins
 
-        # Workspace files each stdio server's command line names, as they are now: checked before every start.
-        self._pins = {name: server_pins(s.config.command, s.config.args, _cwd(s.config))
+        # Workspace files each stdio server's command line names, checked before every start: as they are now,
+        # and, where given (`pins`: a folder's own servers), as the trust decision's snapshot read them.
+        given = pins or {}
+        self._pins = {name: {**server_pins(s.config.command, s.config.args, _cwd(s.config)), **given.get(name, {})}
                       for name, s in self.states.items() if s.config.command}  # fmt: skip
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="kimi-mcp", daemon=True)

@@ -4,33 +4,56 @@ ones at the end of the tools block as they become ready."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kimi_cli.logs import log_dir
-from kimi_cli.mcp.config import config_paths, load_servers
+from kimi_cli.mcp.config import load_sources
 from kimi_cli.mcp.manager import McpManager
 from kimi_cli.mcp.naming import assign_names, tool_name
 from kimi_cli.mcp.tool import McpApprover, McpTool
 from kimi_cli.tools.registry import ToolRegistry
 
+if TYPE_CHECKING:
+    from kimi_cli.trust import FolderTrust
 
-def start_mcp(workdir: Path, extra_files: list[str]) -> McpManager | None:
+
+def start_mcp(workdir: Path, extra_files: list[str], folder: FolderTrust | None = None) -> McpManager | None:
     """Load the configuration (ConfigError on a bad file) and start every enabled server in the background.
-    Nothing is imported from the MCP SDK when no server is configured."""
+    The folder's own servers come from `folder`'s snapshot (the session's trust decision), with the digests of
+    the workspace scripts they name as that snapshot took them. Nothing is imported from the MCP SDK when no
+    server is configured."""
+    from kimi_cli import trust
+    from kimi_cli.paths import kimi_home
+
     # --mcp-config paths arrive absolute; a relative one comes from a config file and means the workspace's
     # (kimi_cli.mcp.host_launch digests that very file for the folder's trust).
     extra = [Path(workdir, Path(p).expanduser()) for p in extra_files]
-    if not extra and not any(p.is_file() for p in config_paths(workdir)):
+    state = folder if folder is not None else trust.current(workdir)
+    if not extra and not state.project.mcp_present and not (kimi_home() / "mcp.json").is_file():
         return None
-    servers = load_servers(workdir, extra)
+    sources = load_sources(workdir, extra, folder=state)
+    servers = {name: cfg for name, (_path, cfg) in sources.items()}
     if not any(s.enabled for s in servers.values()):
         return None
     from kimi_cli.tools.host_exec import sandbox_writable
 
     sandbox_writable(workdir)  # servers' programs are never found in the workspace (kimi_cli.mcp.host_launch)
-    manager = McpManager(servers, log_dir())
+    manager = McpManager(servers, log_dir(), _snapshot_pins(state, sources))
     manager.start()
     return manager
+
+
+def _snapshot_pins(state: FolderTrust, sources: dict[str, tuple[Path, Any]]) -> dict[str, dict[str, str]]:
+    """The script digests the trust snapshot took for the folder's own servers (by server name), where the
+    server starts in the folder they were taken in; the manager checks those, not digests of its own."""
+    from kimi_cli.mcp.manager import server_cwd
+
+    found: dict[str, dict[str, str]] = {}
+    for name, (path, cfg) in sources.items():
+        taken = state.project.server_pins.get((str(path), name))
+        if taken is not None and cfg.command and server_cwd(cfg).resolve() == taken[0].resolve():
+            found[name] = taken[1]
+    return found
 
 
 def mcp_tools(

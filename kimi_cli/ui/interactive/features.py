@@ -48,7 +48,8 @@ class SessionFeatures:
         """The user's and the project's commands; a name a built-in has is skipped (and said once)."""
         from kimi_cli.commands_custom.session import CommandSet
 
-        self.custom = CommandSet.load(self.app.runtime.workdir, [c.name for c in registry.listed()])
+        runtime = self.app.runtime
+        self.custom = CommandSet.load(runtime.workdir, [c.name for c in registry.listed()], runtime.folder_trust)
         for command in self.custom.commands.values():
             usage = f"/{command.name} {command.argument_hint}".rstrip()
             handler = self._custom_handler(command.name)
@@ -194,13 +195,12 @@ class SessionFeatures:
         return run
 
     async def run_custom(self, name: str, args: str) -> None:
-        from kimi_cli import trust
         from kimi_cli.commands_custom.session import TurnScope, prepare
 
         command = self.custom.commands[name]
         app = self.app
         expansion = await prepare(self.custom, command, args, app.agent.registry)
-        scope = TurnScope(command, trust.is_trusted(app.runtime.workdir))
+        scope = TurnScope(command, self.custom.trusted)
         for note in expansion.notes + scope.enter(app.approver, app.provider, app.runtime):
             self.console.print(visible_text(note, "dim"))
         try:

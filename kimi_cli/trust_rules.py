@@ -1,0 +1,205 @@
+"""Every setting of the config model, classified: may a folder's own `.kimi/config.toml` set it untrusted?
+
+WIDENING names the settings that may make kimi do more than the user's own config lets it (where the API key
+goes, what runs on the host or in which image, less asking, more network), each with the rule for when a
+value widens. NARROWING names the rest: settings that narrow what kimi does or change nothing of what it may
+do (a deny rule, a model name, a budget of the user's own session); they always apply.
+
+A "limit" is a bound or a switch that protects the host (memory, processes, bytes kimi holds) or asks for
+less: a folder may tighten it without trust (a lower number, a switch off, "ask" over "auto"), and then never
+past the value already in effect (the user's own, else kimi's default); above kimi's default it is a widening
+that needs trust. tests/attacks/trust/test_trust_table.py walks the config model and fails on a setting in
+neither table and on a name here that is no setting, so a setting added later must be decided here.
+
+Dotted names; `*` stands for any key of a table of tables (`models."kimi-k3"`).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+# name -> when it widens: "any" (any value), "true" (anything but false), "nonempty" (a non-empty list or
+# table), "limit" (above kimi's default, see above), or a tuple of the values that widen.
+WIDENING: dict[str, Any] = {
+    "base_url": "any",  # the user's key would go to the folder's endpoint
+    "provider": "any",
+    "api_key": "any",
+    "providers": "nonempty",
+    "yolo": "true",
+    "subagents": "limit",  # a switch: the folder may turn the Agent tool off, not back on
+    "approval.allow": "nonempty",
+    "approval.policy": "limit",  # never < ask < auto (LIMIT_ORDER): the folder may only ask more
+    "sandbox.mode": ("none",),
+    "sandbox.allow_network": "true",
+    "sandbox.env_allow": "nonempty",  # kimi's environment (tokens, database URLs) into commands
+    "sandbox.docker_image": "any",  # what commands run in: an image can carry tokens, programs, a setuid shell
+    "sandbox.docker_memory": "limit",
+    "sandbox.docker_pids_limit": "limit",
+    "shell.output_cap": "limit",  # kimi holds a command's output up to it
+    "shell.max_background_tasks": "limit",
+    "context.max_file_bytes": "limit",  # the pack reads files up to it
+    "checkpoints.max_file_bytes": "limit",  # snapshots copy files up to it
+    "web.enabled": "limit",
+    "web.search": "limit",
+    "web.allowed_hosts": "nonempty",
+    "web.allowed_private_hosts": "nonempty",
+    "git.allow_hooks": "true",
+    "images.long_edge": "limit",  # how large an image kimi decodes and sends
+    "models.*.image_long_edge": "limit",
+    "models.*.max_request_bytes": "limit",
+    "mcp_config": "nonempty",
+    "hooks": "any",
+}
+# A limit whose values are words: their order, tightest first.
+LIMIT_ORDER: dict[str, tuple[str, ...]] = {"approval.policy": ("never", "ask", "auto")}
+NARROWING: tuple[str, ...] = (
+    "model", "max_steps", "max_output_tokens", "transport", "thinking", "max_tokens", "context_length", "effort",
+    "grep_timeout",  # capped at 600 s by the config model
+    "retry.max_retries", "retry.base_delay", "retry.max_delay", "retry.request_timeout",
+    "sandbox.hidden_paths", "sandbox.env_deny",
+    "shell.default_timeout",  # capped at 600 s, as the model may ask of any call
+    "git.co_author_trailer", "git.author_name", "git.author_email",
+    "context.pack", "context.budget_ratio", "context.budget", "context.compact_at",
+    "approval.deny",
+    "web.fetch_timeout",  # capped at 600 s
+    "pricing.input", "pricing.cached_input", "pricing.output",  # what kimi shows a session costs
+    "models.*.name", "models.*.aliases", "models.*.context_window", "models.*.image_input", "models.*.reasoning",
+    "models.*.effort_levels", "models.*.thinking_can_disable", "models.*.price_input", "models.*.price_cached_input",
+    "models.*.price_output", "models.*.price_source", "models.*.max_tools", "models.*.image_patch",
+)  # fmt: skip
+WHAT = {
+    "base_url": "send requests (and your API key) to {host} ({value})",
+    "provider": "use the provider {value}",
+    "api_key": "use its own API key",
+    "providers": "change provider endpoints: {host} ({value})",
+    "yolo": "approve every action (yolo)",
+    "subagents": "turn subagents back on",
+    "approval.allow": "approve without asking: {value}",
+    "approval.policy": "ask less before actions (approval.policy = {value})",
+    "sandbox.mode": 'run commands with no sandbox (sandbox.mode = "none")',
+    "sandbox.allow_network": "give sandboxed commands the network",
+    "sandbox.env_allow": "pass your environment variables {value} to commands",
+    "sandbox.docker_image": "run commands in its own Docker image {value}",
+    "sandbox.docker_memory": "raise the Docker sandbox's memory limit to {value}",
+    "sandbox.docker_pids_limit": "raise the Docker sandbox's process limit to {value}",
+    "shell.output_cap": "raise the command output kimi keeps to {value} bytes",
+    "shell.max_background_tasks": "allow {value} background commands at once",
+    "context.max_file_bytes": "pack files of up to {value} bytes",
+    "checkpoints.max_file_bytes": "snapshot files of up to {value} bytes",
+    "web.enabled": "turn web fetching back on",
+    "web.search": "turn web search back on",
+    "web.allowed_hosts": "fetch without asking from {value}",
+    "web.allowed_private_hosts": "fetch from private or local hosts {value}",
+    "git.allow_hooks": "run the repository's git hooks on commit",
+    "images.long_edge": "send images up to {value} pixels on a side",
+    "models.*.image_long_edge": "send images up to {value} pixels on a side",
+    "models.*.max_request_bytes": "build requests of up to {value} bytes",
+    "mcp_config": "load MCP config files {value}",
+    "hooks": "run hook commands",
+}
+SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)  # Docker's "512m", "4g"
+UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def found(data: dict[str, Any], pattern: str) -> list[tuple[list[str], Any]]:
+    """Each place `pattern` names in a parsed config, as (the keys on the way, the value)."""
+    places: list[tuple[list[str], Any]] = [([], data)]
+    for part in pattern.split("."):
+        nxt: list[tuple[list[str], Any]] = []
+        for keys, node in places:
+            if not isinstance(node, dict):
+                continue
+            if part == "*":
+                nxt += [([*keys, str(k)], v) for k, v in node.items()]
+            elif part in node:
+                nxt.append(([*keys, part], node[part]))
+        places = nxt
+    return places
+
+
+def at(data: dict[str, Any], keys: list[str]) -> Any:
+    node: Any = data
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def default_of(pattern: str) -> Any:
+    """kimi's own default for a setting (None where there is none: the model table decides)."""
+    import typing
+
+    from kimi_cli.config import Config
+
+    model: Any = Config
+    info: Any = None
+    for part in pattern.split("."):
+        if part == "*":
+            model = typing.get_args(info.annotation)[1]
+            continue
+        info = model.model_fields[part]
+        model = info.annotation
+    return info.get_default(call_default_factory=True)
+
+
+def magnitude(pattern: str, value: Any) -> float | None:
+    """A limit's value as a number to compare (a size such as "512m" in bytes); None when it is none."""
+    order = LIMIT_ORDER.get(pattern)
+    if order is not None:
+        return float(order.index(value)) if value in order else None
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    match = SIZE.match(value) if isinstance(value, str) else None
+    if match is None:
+        return None
+    return float(match.group(1)) * UNITS[match.group(2).lower()]
+
+
+def above(pattern: str, value: Any, bound: Any) -> bool:
+    """A limit's value is looser than `bound`, or either cannot be compared (then it counts as looser)."""
+    mine, theirs = magnitude(pattern, value), magnitude(pattern, bound)
+    return mine is None or theirs is None or mine > theirs
+
+
+def widens(pattern: str, value: Any) -> bool:
+    rule = WIDENING[pattern]
+    if value is None:
+        return False
+    if rule == "any":
+        return True
+    if rule == "true":  # the config model reads "yes", 1 and "on" as true: only false is harmless
+        return value is not False
+    if rule == "nonempty":
+        return bool(value)
+    if rule == "limit":
+        return above(pattern, value, default_of(pattern))
+    return value in rule
+
+
+def widening_settings(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(pattern, dotted name, value) of each widening setting in a parsed project config, in table order."""
+    return [(pattern, ".".join(keys), value) for pattern in WIDENING for keys, value in found(config, pattern)
+            if widens(pattern, value)]  # fmt: skip
+
+
+def project_layer(project: dict[str, Any], before: dict[str, Any], trusted: bool) -> dict[str, Any]:
+    """What of a folder's parsed config applies. Its widening settings only when trusted; a limit that is no
+    widening (not above kimi's default: the user was never asked about it) never loosens `before` (the layers
+    below: the user's config) or the default, trusted or not."""
+    out = copy.deepcopy(project)
+    for pattern, rule in WIDENING.items():
+        for keys, value in found(out, pattern):
+            parent = at(out, keys[:-1])
+            if widens(pattern, value):
+                if not trusted:
+                    del parent[keys[-1]]
+            elif rule == "limit":
+                bound = at(before, keys)
+                if above(pattern, value, default_of(pattern) if bound is None else bound):
+                    del parent[keys[-1]]  # the value below stays: the user's, else the default
+    return out

@@ -124,7 +124,7 @@ class McpManager:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            from kimi_cli.mcp.host_launch import changed_pins, resolve_command, server_env
+            from kimi_cli.mcp.host_launch import changed_pins, resolve_command, server_env, supervised
             from kimi_cli.mcp.stderr_log import CappedLog
 
             moved = changed_pins(self._pins.get(state.name, {}), _cwd(cfg))
@@ -138,12 +138,9 @@ class McpManager:
             # server's stack closes, so the log thread ends with the server.
             errlog = CappedLog(self.log_dir / f"mcp-{_file_safe(state.name)}.log")
             stack.callback(errlog.close_writer)
-            params = StdioServerParameters(
-                command=resolve_command(cfg.command or ""),
-                args=cfg.args,
-                env=server_env(cfg.env, cfg.args),
-                cwd=cfg.cwd,
-            )
+            # under the launcher that takes the server down with kimi (kimi_cli.mcp.host_launch.supervised)
+            command, args = supervised(resolve_command(cfg.command or ""), cfg.args, cfg.cwd)
+            params = StdioServerParameters(command=command, args=args, env=server_env(cfg.env, cfg.args), cwd=cfg.cwd)
             return stdio_client(params, errlog=errlog.writer)
         if cfg.kind == "sse":
             from mcp.client.sse import sse_client

@@ -125,6 +125,10 @@ class TreeWatch:
             rel = queue.popleft()
             try:
                 fd = safe_fs.open_dir_at(root_fd, rel)
+            except PermissionError:  # `chmod 000` by a command: tried again after every command until it opens
+                self.dirs[rel] = (0, 0)
+                self.polled.add(rel)
+                continue
             except OSError:
                 self._forget(rel)
                 continue

@@ -206,3 +206,14 @@ def test_the_workspace_repository_is_checked_after_every_command_on_every_backen
     result = rig.run("echo fine")
     assert ".git/info/attributes" in result.output and ".git/config" in result.output
     assert not attributes.exists() and (rig.ws / ".git" / "config").read_bytes() == config
+
+
+def test_a_repository_behind_a_folder_made_unreadable_is_cleaned_once_it_opens(plain_rig: Rig) -> None:
+    """As a user, `chmod 000` keeps kimi's walk out of a folder; a later `chmod 755` must not let it slip by."""
+    plain_rig.run(
+        "mkdir -p d/r/.git/objects d/r/.git/refs && echo 'ref: refs/heads/m' > d/r/.git/HEAD && "
+        "printf '[core]\\n\\tfsmonitor = x\\n' > d/r/.git/config && chmod 000 d; echo hidden"
+    )
+    result = plain_rig.run("chmod 755 d; echo shown")
+    assert "shown" in result.output or "d/r/.git" in result.output
+    assert "core.fsmonitor" not in config_keys(plain_rig.ws / "d" / "r" / ".git")

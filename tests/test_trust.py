@@ -250,8 +250,8 @@ def test_interactive_asks_one_question_listing_what_the_folder_wants(
     project(repo, "yolo = true\n", {"repo": marker_server(home)})
     child = spawn_interactive(repo, env, server)
     child.expect("trust this folder")
+    child.expect("start the MCP server 'repo'")  # the most dangerous first (kimi_cli.ui.questions.by_danger)
     child.expect("approve every action")
-    child.expect("start the MCP server 'repo'")
     child.expect(r"\[y/N\]")
     assert not (home / "mcp-server-ran").exists()  # nothing starts before the answer
     child.send(answer + "\r")

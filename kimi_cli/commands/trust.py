@@ -31,7 +31,9 @@ def run_trust(path: Path | None, list_only: bool, revoke: bool) -> int:
     trust.remember(state)
     if state.asks:
         print(visible(f"trusted {folder}; its .kimi settings now apply:", one_line=True))
-        print("\n".join(f"  - {visible(line, one_line=True)}" for line in state.summary()))
+        from kimi_cli.ui.questions import by_danger  # the most dangerous first, as the questions list them
+
+        print("\n".join(f"  - {visible(ask.description, one_line=True)}" for ask in by_danger(state.asks)))
     else:
         shown = visible(str(folder), one_line=True)
         print(f"trusted {shown} (its .kimi asks for nothing that widens what kimi does yet; a change asks again)")

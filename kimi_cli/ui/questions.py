@@ -65,37 +65,49 @@ def _run_mark(run: str) -> str:
     return f"[{spaces} spaces, {tabs} tabs]" if spaces else f"⇥×{tabs}"
 
 
+def _rendered(match: re.Match[str], text: str, one_line: bool) -> list[tuple[str, bool]]:
+    token, kind = match.group(0), match.lastgroup
+    at_line_start = match.start() == 0 or text[match.start() - 1] == "\n"
+    if kind == "blank":
+        empty = f"[{token.count(chr(10)) - 1} empty lines]"
+        if one_line:
+            return [("\\x0a", True), (empty, True), ("\\x0a", True)]
+        return [("\n", False), (empty, True), ("\n", False)]
+    if kind == "run" and (
+        (len(token) < SPACE_RUN and "\t" not in token)
+        or (not one_line and at_line_start and "\t" not in token and len(token) <= INDENT_KEPT)
+    ):
+        return [(token, False)]
+    if kind == "run":
+        return [(_run_mark(token), True)]
+    return [(_escape(token), True)]
+
+
 def show(text: str, *, one_line: bool = False, limit: int = LIMIT, what: str = "characters") -> Shown:
-    """`text` made safe and plain to read; past `limit` characters of the original, a mark counts the rest.
-    `one_line` (titles) writes out newlines and tabs too."""
+    """`text` made safe and plain to read, at most `limit` characters shown (a counted blank run costs only
+    its mark); past that, a mark counts the characters of `text` left out. `one_line` (titles) writes out
+    newlines and tabs too."""
     shown = Shown()
     pieces = shown.pieces
-    pattern = LINE_TOKEN if one_line else TOKEN
-    last = 0
-    for match in pattern.finditer(text):
-        if match.start() >= limit:
+    used = last = 0
+    full = False
+    for match in (LINE_TOKEN if one_line else TOKEN).finditer(text):
+        plain = text[last : match.start()]
+        if used + len(plain) > limit:
             break
-        pieces.append((text[last : match.start()], False))
-        token, kind = match.group(0), match.lastgroup
-        at_line_start = match.start() == 0 or text[match.start() - 1] == "\n"
-        if kind == "blank":
-            empty = f"[{token.count(chr(10)) - 1} empty lines]"
-            pieces += [("\\x0a", True), (empty, True), ("\\x0a", True)] if one_line else [
-                ("\n", False), (empty, True), ("\n", False)]  # fmt: skip
-        elif kind == "run" and (
-            (len(token) < SPACE_RUN and "\t" not in token)
-            or (not one_line and at_line_start and "\t" not in token and len(token) <= INDENT_KEPT)
-        ):
-            pieces.append((token, False))
-        elif kind == "run":
-            pieces.append((_run_mark(token), True))
-        else:
-            pieces.append((_escape(token), True))
-        last = match.end()
-    if last < limit:
-        end = min(len(text), limit)
-        pieces.append((text[last:end], False))
-        last = end
+        pieces.append((plain, False))
+        used, last = used + len(plain), match.start()
+        rendered = _rendered(match, text, one_line)
+        size = sum(len(piece) for piece, _ in rendered)
+        if used + size > limit:
+            full = True
+            break
+        pieces += rendered
+        used, last = used + size, match.end()
+    if not full:
+        room = max(limit - used, 0)
+        pieces.append((text[last : last + room], False))
+        last = min(len(text), last + room)
     if last < len(text):
         shown.left_out = len(text) - last
         pieces.append((f" [… {shown.left_out:,} more {what} not shown]", True))

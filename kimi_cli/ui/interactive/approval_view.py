@@ -16,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kimi_cli.shellparse import simple_parts
-from kimi_cli.ui.sanitize import is_clean, visible, visible_text
+from kimi_cli.ui.questions import show
+from kimi_cli.ui.sanitize import is_clean, visible
 
 DEFAULT = "n"
 PROMPT = "y/{keys} · Enter = no › "
@@ -41,10 +42,16 @@ def approval_view(command: str, rule: str, config_name: str = ".kimi/config.toml
     """The panel and options for `command`; `rule` is what `always` remembers ("" : not offered)."""
     kind = kind_of(rule)
     title = {"web": "fetch this page?", "mcp": "call this MCP tool?"}.get(kind, "run this command?")
-    # Exactly the bytes that will run: control characters written out (reverse video), never obeyed.
-    body = visible_text(command, exact_bytes=True)
+    # Exactly the bytes that will run, wrapped, never cut silently: control characters written out and blank
+    # runs counted (`npm test⎵×260; echo PWNED`), both in reverse video, never obeyed. Past the question's
+    # limit a mark counts what is left out, and `always` is not offered for what could not be read.
+    shown = show(command)
+    body = shown.rich()
     notes: list[Text] = []
-    if not is_clean(command.replace("\n", "").replace("\t", "")):
+    if not shown.complete:
+        rule = ""
+        notes.append(Text(f"({shown.left_out:,} characters not shown; `always` is not offered)", style="bold red"))
+    elif not is_clean(command.replace("\n", "").replace("\t", "")):
         notes.append(Text("(holds control characters, shown as \\xNN; `always` is not offered)", style="bold red"))
     elif kind == "shell" and not rule:
         parts = simple_parts(command) or []

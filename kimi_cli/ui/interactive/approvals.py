@@ -88,7 +88,9 @@ class InteractiveApprover:
             return None
         if self.policy == "never":
             return "MCP tools need approval and approvals are set to `never`"
-        return await self._ask(f"{tool_name} {arguments[:500]}", tool_name, savable=True)
+        # The whole arguments: the question shows them wrapped, or counts what it leaves out (and then offers
+        # no `always`), never a silent cut (kimi_cli.ui.questions).
+        return await self._ask(f"{tool_name} {arguments}", tool_name, savable=True)
 
     async def _ask(self, question: str, rule: str, savable: bool) -> str | None:
         """Ask the user; `always` keeps `rule` for the session, `save` also writes it to the project config."""

@@ -133,4 +133,8 @@ def tool_title(name: str, arguments: str) -> str:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= LIMIT else text[: LIMIT - 1] + "…"
+    """At most LIMIT characters of `text` on one line, blank runs counted (`$ npm test⎵×260; echo PWNED`) and
+    what is left out counted too, never cut silently (kimi_cli.ui.questions)."""
+    from kimi_cli.ui.questions import show
+
+    return show(text, one_line=True, limit=LIMIT).plain

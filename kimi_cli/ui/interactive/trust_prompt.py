@@ -5,22 +5,26 @@ from __future__ import annotations
 import sys
 
 from kimi_cli.trust import FolderTrust
-from kimi_cli.ui.sanitize import visible
+from kimi_cli.ui.questions import by_danger, show
 
 
 def ask_folder_trust(state: FolderTrust) -> bool:
-    """List exactly what the folder asks for; yes trusts it (remembered until those settings change)."""
+    """List exactly what the folder asks for, the most dangerous first, every line whole; yes trusts it
+    (remembered until those settings change)."""
     from rich.console import Console
     from rich.panel import Panel
     from rich.text import Text
 
     console = Console(highlight=False)
-    lines = [f"• {visible(line, one_line=True)}" for line in state.summary()]
-    body = Text(
-        f"{visible(str(state.folder), one_line=True)} (its .kimi or .claude files) asks kimi to:\n"
-        + "\n".join(lines)
-        + "\n\n"
-        "Trust this folder only if you trust whoever wrote these files (a cloned repository may ship them). "
+    body = Text()
+    body.append_text(show(str(state.folder), one_line=True, limit=10**6).rich())
+    body.append(" (its .kimi or .claude files) asks kimi to:\n")
+    for ask in by_danger(state.asks):
+        body.append("• ")
+        body.append_text(show(ask.description, one_line=True, limit=10**6).rich())
+        body.append("\n")
+    body.append(
+        "\nTrust this folder only if you trust whoever wrote these files (a cloned repository may ship them). "
         "Without trust they are ignored; everything else works."
     )
     console.print(Panel(body, title="trust this folder?", border_style="yellow", expand=False))

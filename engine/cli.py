@@ -264,7 +264,9 @@ def status_command(
             return "—" if v is None else f"{100 * v:.1f}%"
 
         typer.echo(f"{status.url}: {'healthy' if status.healthy else 'NOT healthy'}")
-        typer.echo(f"models: {', '.join(status.models) or '—'}")
+        from kimi_cli.ui.sanitize import visible  # model ids are the server's text
+
+        typer.echo(visible(f"models: {', '.join(status.models) or '—'}", one_line=True))
         typer.echo(
             f"requests running {status.running if status.running is not None else '—'}, waiting "
             f"{status.waiting if status.waiting is not None else '—'}"
@@ -332,7 +334,9 @@ def bench_command(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{model} at {base} ({time.perf_counter() - started:.1f} s)")
+    from kimi_cli.ui.sanitize import visible_text  # the model id may be the server's text: never markup or escapes
+
+    table = Table(title=visible_text(f"{model} at {base} ({time.perf_counter() - started:.1f} s)", one_line=True))
     for col in ("context", "concurrency", "requests", "TTFT (median)", "decode tok/s (median)", "prefix cache hit"):
         table.add_column(col, justify="right")
     for r in rows:

@@ -71,8 +71,10 @@ def run_init(workdir: Path, flags: dict[str, object], output_format: str = "text
         RunOptions(prompt=init_prompt(workdir), workdir=workdir, output_format=output_format, config_flags=flags)  # type: ignore[arg-type]
     )
     after = read_instructions(workdir)
-    if output_format == "text":
-        sys.stdout.write(agents_diff(before, after) + "\n")
+    if output_format == "text":  # the model wrote this text: escapes (OSC 52, SGR 8, cursor moves) shown, not obeyed
+        from kimi_cli.ui.sanitize import visible
+
+        sys.stdout.write(visible(agents_diff(before, after)) + "\n")
         if before != after:
             sys.stderr.write("kimi: `kimi undo` takes it back\n")
     return code

@@ -164,6 +164,6 @@ def run_ci_repair(root: Path, command: str, max_attempts: int, branch: str | Non
         report.write_text(text)
     if output_format == "json":
         print(json.dumps({**result.as_dict(), "report": str(report) if report else None}))
-    else:
-        print(text)
+    else:  # the report quotes test output and the model's summary: written out on a terminal, never obeyed
+        print(visible(text))
     return 0 if result.status in ("fixed", "already-green") else int(ExitCode.BUDGET)

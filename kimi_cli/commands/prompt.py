@@ -126,11 +126,17 @@ def cli_main(argv: list[str]) -> int:
 
         sys.stderr.write(visible(f"kimi: {exc}") + "\n")
         return int(exc.exit_code)
-    body = render_text(built) if args.fmt == "text" else json.dumps(built, ensure_ascii=False) + "\n"
+    from kimi_cli.jsonsafe import dumps  # C1 and bidi controls escaped too
+
+    body = render_text(built) if args.fmt == "text" else dumps(built) + "\n"
     if args.output is not None:
         args.output.write_text(body, encoding="utf-8")
         sizes = f"{len(built['system']):,} + {len(json.dumps(built['tools'])):,} characters"
         sys.stderr.write(f"wrote {args.output} (system message + tools: {sizes})\n")
     else:
+        if sys.stdout.isatty():  # a terminal shows AGENTS.md's and the files' escapes, never obeys them (as kimi pack)
+            from kimi_cli.ui.sanitize import visible
+
+            body = visible(body)
         sys.stdout.write(body)
     return 0

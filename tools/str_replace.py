@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -63,7 +64,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
                         f"edited {rel} in the editor: {total} replacement(s)",
                         display=diff_display(rel, old_text, text),
                     )
-            return self._edit(path, params, ctx)
+            return await asyncio.to_thread(self._edit, path, params, ctx)  # a disk read never holds the loop
 
     def _edit(self, path: Path, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.tools import safe_fs

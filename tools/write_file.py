@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import os
 from pathlib import Path
@@ -64,7 +65,7 @@ class WriteFile(Tool[WriteFileParams]):
                         f"wrote {rel} in the editor ({len(new.encode('utf-8'))} bytes, {new.count(chr(10))} lines)",
                         display=diff_display(rel, old, new),
                     )
-            return self._edit(path, params, ctx)
+            return await asyncio.to_thread(self._edit, path, params, ctx)  # a disk read never holds the loop
 
     def _edit(self, path: Path, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         """Read the old text and write the new one through folder descriptors: no link is followed."""

@@ -32,12 +32,18 @@ SLOW = "sleep 97.25"
 
 
 def scenario(repo: Path, env: dict, server: ScriptedModelServer, **steps: Any) -> dict[str, Any]:
-    """Run tests/acp_ts_scenario.mjs (the official client) against `kimi acp` in `repo`."""
+    """Run tests/acp_ts_scenario.mjs (the official client) against `kimi acp` in `repo`. ES modules resolve
+    packages beside the script: it runs from a folder of its own with a link to .ci/node's node_modules (a
+    non-root run may not write into .ci/node)."""
     node = shutil.which("node")
     sdk = ROOT / ".ci" / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
     require("node and @agentclientprotocol/sdk", node is not None and sdk.is_dir(), ".ci/run installs it in .ci/node")
     assert node is not None
-    script = ROOT / ".ci" / "node" / "acp_ts_scenario.mjs"  # ES modules resolve packages beside the script
+    folder = repo.parent / "acp-client"
+    if not folder.is_dir():
+        folder.mkdir()
+        (folder / "node_modules").symlink_to(sdk.parent.parent)
+    script = folder / "acp_ts_scenario.mjs"
     shutil.copyfile(ROOT / "tests" / "acp_ts_scenario.mjs", script)
     agent_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
     proc = subprocess.run([node, str(script), kimi_executable()[0], str(repo), json.dumps(steps)],

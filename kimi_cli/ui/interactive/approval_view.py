@@ -45,12 +45,12 @@ def approval_view(command: str, rule: str, config_name: str = ".kimi/config.toml
     # Exactly the bytes that will run, wrapped, never cut silently: control characters written out and blank
     # runs counted (`npm test⎵×260; echo PWNED`), both in reverse video, never obeyed. Past the question's
     # limit a mark counts what is left out, and `always` is not offered for what could not be read.
-    shown = show(command)
-    body = shown.rich()
+    question = show(command)
+    body = question.rich()
     notes: list[Text] = []
-    if not shown.complete:
+    if not question.complete:
         rule = ""
-        notes.append(Text(f"({shown.left_out:,} characters not shown; `always` is not offered)", style="bold red"))
+        notes.append(Text(f"({question.left_out:,} characters not shown; `always` is not offered)", style="bold red"))
     elif not is_clean(command.replace("\n", "").replace("\t", "")):
         notes.append(Text("(holds control characters, shown as \\xNN; `always` is not offered)", style="bold red"))
     elif kind == "shell" and not rule:

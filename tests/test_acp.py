@@ -194,12 +194,10 @@ def test_the_official_typescript_client_drives_a_session(repo: Path, env: dict, 
         {"text": "Fixed and checked."},
     )
     exe = kimi_executable()
-    # ES modules resolve packages from the script's own folder: run a copy beside .ci/node/node_modules.
-    script = root / ".ci" / "node" / "acp_ts_client.mjs"
-    shutil.copyfile(root / "tests" / "acp_ts_client.mjs", script)
+    script = node_script("acp_ts_client.mjs", repo.parent / "acp-client")
     proc = subprocess.run(
         [node, str(script), exe[0], str(repo), "allow_once"],
-        cwd=root / ".ci" / "node", env=agent_env(env, server), capture_output=True, text=True, timeout=120,
+        cwd=script.parent, env=agent_env(env, server), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -210,6 +208,19 @@ def test_the_official_typescript_client_drives_a_session(repo: Path, env: dict, 
              if c.get("type") == "diff"]  # fmt: skip
     assert diffs and "a + b" in diffs[0]["newText"]
     assert result["permissions"] and "grep -c" in result["permissions"][0]
+
+
+def node_script(name: str, folder: Path) -> Path:
+    """A copy of tests/NAME in `folder`, beside a link to .ci/node's node_modules: ES modules resolve packages
+    from the script's own folder, and a non-root run may not write into .ci/node."""
+    import shutil
+
+    sdk_modules = Path(__file__).resolve().parent.parent / ".ci" / "node" / "node_modules"
+    folder.mkdir(exist_ok=True)
+    if not (folder / "node_modules").exists():
+        (folder / "node_modules").symlink_to(sdk_modules)
+    shutil.copyfile(Path(__file__).with_name(name), folder / name)
+    return folder / name
 
 
 class EditorClient(RecordingClient):

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from swapper import start_swapper, stop_swapper
+from test_acp import node_script
 
 from conftest import TEST_KEY, kimi_executable, require, tool_call
 from scripted_server import ScriptedModelServer
@@ -32,19 +33,12 @@ SLOW = "sleep 97.25"
 
 
 def scenario(repo: Path, env: dict, server: ScriptedModelServer, **steps: Any) -> dict[str, Any]:
-    """Run tests/acp_ts_scenario.mjs (the official client) against `kimi acp` in `repo`. ES modules resolve
-    packages beside the script: it runs from a folder of its own with a link to .ci/node's node_modules (a
-    non-root run may not write into .ci/node)."""
+    """Run tests/acp_ts_scenario.mjs (the official client) against `kimi acp` in `repo`."""
     node = shutil.which("node")
     sdk = ROOT / ".ci" / "node" / "node_modules" / "@agentclientprotocol" / "sdk"
     require("node and @agentclientprotocol/sdk", node is not None and sdk.is_dir(), ".ci/run installs it in .ci/node")
     assert node is not None
-    folder = repo.parent / "acp-client"
-    if not folder.is_dir():
-        folder.mkdir()
-        (folder / "node_modules").symlink_to(sdk.parent.parent)
-    script = folder / "acp_ts_scenario.mjs"
-    shutil.copyfile(ROOT / "tests" / "acp_ts_scenario.mjs", script)
+    script = node_script("acp_ts_scenario.mjs", repo.parent / "acp-client")
     agent_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
     proc = subprocess.run([node, str(script), kimi_executable()[0], str(repo), json.dumps(steps)],
                           cwd=script.parent, env=agent_env, capture_output=True, text=True, timeout=180)  # fmt: skip

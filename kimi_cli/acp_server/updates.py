@@ -22,19 +22,9 @@ def _args(arguments: str) -> dict[str, Any]:
         value = json.loads(arguments)
     except (ValueError, TypeError, RecursionError):  # a hostile model's 100,000 nested arrays
         return {}
-    return value if isinstance(value, dict) and shallow(value, MAX_DEPTH) else {}
+    from kimi_cli.acp_server.stdin_guard import depth_within
 
-
-def shallow(value: Any, limit: int) -> bool:
-    """Whether a parsed JSON value nests at most `limit` levels (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, (dict, list)):
-            if depth > limit:
-                return False
-            stack += [(child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)]
-    return True
+    return value if isinstance(value, dict) and depth_within(value, MAX_DEPTH) else {}
 
 
 def title_for(name: str, args: dict[str, Any]) -> str:

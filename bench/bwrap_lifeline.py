@@ -1,5 +1,5 @@
-"""Cost of the bwrap lifeline (tools/sandbox/bwrap.py): the same `true` in the same sandbox, with and without
-the /bin/sh watcher in front, alternating call by call. Usage: python3 bench/bwrap_lifeline.py [CALLS]"""
+"""Cost of the bwrap lifeline (kimi_cli/sandbox/backends/bwrap.py): the same `true` in the same sandbox, with
+and without the /bin/sh watcher in front, alternating call by call. Usage: python3 bench/bwrap_lifeline.py [CALLS]"""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kimi_cli.tools.sandbox.bwrap import BwrapSandbox, bwrap_argv, with_lifeline
-from kimi_cli.tools.sandbox.policy import build_policy
+from kimi_cli.sandbox.backends.bwrap import BwrapSandbox, bwrap_argv, with_lifeline
+from kimi_cli.sandbox.policy import build_policy
 
 ws, pt = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
 sb = BwrapSandbox(build_policy(ws, pt, network=False, environ=dict(os.environ)), 1000)

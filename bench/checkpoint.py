@@ -28,9 +28,9 @@ def make_repo(root: Path) -> None:
 
 
 def main(runs: int = 7) -> str:
-    from kimi_cli.checkpoints import ShadowRepo
-    from kimi_cli.session.checkpointing import SessionCheckpointer
     from kimi_cli.session.store import Session
+    from kimi_cli.session.undo.checkpointer import SessionCheckpointer
+    from kimi_cli.session.undo.shadow import ShadowRepo
 
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)

@@ -1,4 +1,4 @@
-"""Per-call cost of the file tools through the no-follow reader (tools/safe_fs.py), in-process.
+"""Per-call cost of the file tools through the no-follow reader (kimi_cli/hostsafe/fs.py), in-process.
 
 - the disk path alone: resolve + open + fstat + read, the old way (path strings) and through safe_fs
   (openat2, and the per-folder O_NOFOLLOW walk older kernels get); min of 5 x 20,000;
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def disk_path(root: Path) -> dict[str, float]:
-    from kimi_cli.tools import safe_fs
+    from kimi_cli.hostsafe import fs as safe_fs
     from kimi_cli.tools.workspace import Workspace
 
     workspace = Workspace(root)
@@ -60,9 +60,9 @@ def disk_path(root: Path) -> dict[str, float]:
 
 
 async def tool_calls(root: Path) -> dict[str, float]:
+    from kimi_cli.agent.toolset import default_tools
     from kimi_cli.tools.base import ToolContext
     from kimi_cli.tools.workspace import Workspace
-    from kimi_cli.toolset import default_tools
 
     registry = default_tools()
     ctx = ToolContext(workspace=Workspace(root))

@@ -17,13 +17,13 @@ from common import ROOT, median, table, time_calls
 
 
 def guards(ws: Path) -> dict[str, Any]:
-    from kimi_cli.tools.sandbox.policy import build_policy
+    from kimi_cli.sandbox.policy import build_policy
 
     policy = build_policy(ws, Path(tempfile.mkdtemp()))
     try:
-        from kimi_cli.tools.sandbox.command_guard import CommandGuard
+        from kimi_cli.sandbox.guard.command import CommandGuard
     except ImportError:  # before command_guard.py: bwrap guarded a missing .kimi, landlock the whole .git
-        from kimi_cli.tools.sandbox import git_guard
+        from kimi_cli.sandbox.guard import restore as git_guard
 
         kimi = ws / ".kimi"
         few = [*([] if kimi.exists() else [kimi]), *git_guard.submodule_pointers(ws)]

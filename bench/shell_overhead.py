@@ -19,12 +19,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def main(runs: int = 30) -> str:
+    from kimi_cli.sandbox.backends.bwrap import BwrapSandbox
+    from kimi_cli.sandbox.backends.docker import DockerSandbox, docker_works
+    from kimi_cli.sandbox.backends.landlock.backend import LandlockSandbox
+    from kimi_cli.sandbox.backends.none import NoSandbox
+    from kimi_cli.sandbox.policy import build_policy
     from kimi_cli.tools.base import ToolContext
-    from kimi_cli.tools.sandbox.bwrap import BwrapSandbox
-    from kimi_cli.tools.sandbox.docker_backend import DockerSandbox, docker_works
-    from kimi_cli.tools.sandbox.landlock import LandlockSandbox
-    from kimi_cli.tools.sandbox.none import NoSandbox
-    from kimi_cli.tools.sandbox.policy import build_policy
     from kimi_cli.tools.shell import Shell
     from kimi_cli.tools.workspace import Workspace
 

@@ -17,7 +17,7 @@ engine_app = typer.Typer(
     help="Plan, launch and check a local vLLM engine for Kimi K3.1 Pro (or any model with a config.json).",
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="rich",  # one help style for every command (kimi_cli/cli_tools.py)
+    rich_markup_mode="rich",  # one help style for every command (kimi_cli/cli/subcommands.py)
 )
 
 GpuOpt = Annotated[
@@ -264,7 +264,7 @@ def status_command(
             return "—" if v is None else f"{100 * v:.1f}%"
 
         typer.echo(f"{status.url}: {'healthy' if status.healthy else 'NOT healthy'}")
-        from kimi_cli.ui.sanitize import visible  # model ids are the server's text
+        from kimi_cli.util.sanitize import visible  # model ids are the server's text
 
         typer.echo(visible(f"models: {', '.join(status.models) or '—'}", one_line=True))
         typer.echo(
@@ -334,7 +334,7 @@ def bench_command(
     from rich.console import Console
     from rich.table import Table
 
-    from kimi_cli.ui.sanitize import visible_text  # the model id may be the server's text: never markup or escapes
+    from kimi_cli.util.sanitize import visible_text  # the model id may be the server's text: never markup or escapes
 
     table = Table(title=visible_text(f"{model} at {base} ({time.perf_counter() - started:.1f} s)", one_line=True))
     for col in ("context", "concurrency", "requests", "TTFT (median)", "decode tok/s (median)", "prefix cache hit"):

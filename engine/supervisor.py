@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kimi_cli.paths import kimi_home
+from kimi_cli.util.paths import kimi_home
 
 DIAGNOSES = (
     (("CUDA out of memory", "OutOfMemoryError", "torch.OutOfMemoryError", "not enough memory"),

@@ -1,8 +1,8 @@
 """Layered, typed configuration: defaults < ~/.kimi/config.toml < .kimi/config.toml < env < flags.
 
 The project layer (.kimi/config.toml in the workspace) loses its widening settings unless the folder is
-trusted (kimi_cli.trust): the workspace may be a repository someone else wrote. It is never read here: it
-comes from the snapshot the trust decision was made on (kimi_cli.project_settings), so what applies is
+trusted (kimi_cli.hostsafe.trust): the workspace may be a repository someone else wrote. It is never read here: it
+comes from the snapshot the trust decision was made on (kimi_cli.hostsafe.project_settings), so what applies is
 exactly what was decided on.
 """
 
@@ -16,10 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from kimi_cli import trust
 from kimi_cli.errors import ConfigError
-from kimi_cli.hooks.config import HooksTable
-from kimi_cli.paths import kimi_home
+from kimi_cli.extensions.hooks.config import HooksTable
+from kimi_cli.hostsafe import trust
+from kimi_cli.util.paths import kimi_home
 
 ProviderKind = Literal["moonshot", "local", "openai"]
 SandboxMode = Literal["auto", "bwrap", "landlock", "docker", "none"]
@@ -163,7 +163,9 @@ class Config(_Strict):
     effort: Literal["low", "high", "max"] | None = None  # None: high interactive, max headless and ci-repair
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     images: ImageSettings = Field(default_factory=ImageSettings)
-    hooks: HooksTable = Field(default_factory=dict)  # [[hooks.EVENT]]: read per file by kimi_cli.hooks.config
+    hooks: HooksTable = Field(
+        default_factory=dict
+    )  # [[hooks.EVENT]]: read per file by kimi_cli.extensions.hooks.config
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ def _format_validation(err: ValidationError, source: str) -> str:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        from kimi_cli.settings_read import read_settings_text
+        from kimi_cli.hostsafe.settings_read import read_settings_text
 
         data = tomllib.loads(read_settings_text(path))
     except tomllib.TOMLDecodeError as exc:
@@ -251,7 +253,8 @@ def load_config(
     if project.config_error:
         raise ConfigError(project.config_error)
     if project.config_present:
-        # The folder's own settings that widen what kimi may do apply only to a trusted folder (kimi_cli.trust).
+        # The folder's own settings that widen what kimi may do apply only to a trusted folder
+        # (kimi_cli.hostsafe.trust).
         layer = trust.project_layer(state, merged)
         merged = _deep_merge(merged, _validated(layer, project.config_path))
     merged = _deep_merge(merged, _env_layer(env))

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# Test files that import another's helpers by module name (to be moved into support modules):
+sys.path.extend(str(p) for p in [*Path(__file__).parent.glob("[ei]*/"), *Path(__file__).parent.glob("attacks/*/")])
 from scripted_server import ScriptedModelServer
 from support import in_ci, require, wait_until  # noqa: F401  (the suite's helpers, importable from conftest)
 
@@ -79,7 +81,7 @@ def repo(tmp_path: Path) -> Path:
 def trust_folder(folder: Path, home: Path | None = None) -> None:
     """What `kimi trust FOLDER` does, for the test HOME (default: the `home` fixture beside `folder`): the
     folder's current .kimi settings apply. Call it after the last write to the folder's .kimi files."""
-    from kimi_cli import trust
+    from kimi_cli.hostsafe import trust
 
     old = os.environ.get("KIMI_HOME")
     os.environ["KIMI_HOME"] = str((home or folder.parent / "home") / ".kimi")
@@ -146,9 +148,9 @@ def call_tool(root: Path, name: str, args: dict[str, Any]) -> tuple[str, bool]:
     """Run one tool of the default set in-process on a real folder: (output, is_error)."""
     import asyncio
 
+    from kimi_cli.agent.toolset import default_tools
     from kimi_cli.tools.base import ToolContext
     from kimi_cli.tools.workspace import Workspace
-    from kimi_cli.toolset import default_tools
 
     result = asyncio.run(default_tools().call(name, json.dumps(args), ToolContext(workspace=Workspace(root))))
     return result.output, result.is_error

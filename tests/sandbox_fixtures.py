@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from kimi_cli.sandbox.backends.bwrap import BwrapSandbox
+from kimi_cli.sandbox.backends.docker import DockerSandbox, docker_works
+from kimi_cli.sandbox.policy import build_policy
 from kimi_cli.tools.background import TaskManager
 from kimi_cli.tools.base import ToolContext, ToolResult
-from kimi_cli.tools.sandbox.bwrap import BwrapSandbox
-from kimi_cli.tools.sandbox.docker_backend import DockerSandbox, docker_works
-from kimi_cli.tools.sandbox.policy import build_policy
 from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
 
@@ -53,7 +53,7 @@ class Rig:
         return self.loop.run_until_complete(self.shell.run(params, ToolContext(workspace=Workspace(self.ws))))
 
     def call(self, name: str, args: dict) -> ToolResult:
-        from kimi_cli.toolset import default_tools
+        from kimi_cli.agent.toolset import default_tools
 
         ctx = ToolContext(workspace=Workspace(self.ws))
         return self.loop.run_until_complete(default_tools([self.shell]).call(name, json.dumps(args), ctx))
@@ -155,7 +155,7 @@ def make_rig(
     if backend == "bwrap":
         sandbox: object = BwrapSandbox(policy, 30_000)
     elif backend == "landlock":
-        from kimi_cli.tools.sandbox.landlock import LandlockSandbox
+        from kimi_cli.sandbox.backends.landlock.backend import LandlockSandbox
 
         sandbox = LandlockSandbox(policy, 30_000)
     else:

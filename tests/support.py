@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
 T = TypeVar("T")
+
+TESTS_DIR = Path(__file__).resolve().parent  # tests/: fixtures, scripted servers, node scripts
+ROOT_DIR = TESTS_DIR.parent  # the checkout
 
 
 def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "", interval: float = 0.02) -> T:

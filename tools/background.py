@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kimi_cli.sandbox.base import Started, kill_group
 from kimi_cli.tools.base import ToolError
 from kimi_cli.tools.output import cap_text
-from kimi_cli.tools.sandbox.base import Started, kill_group
 
 KEEP_BYTES = 1_000_000  # of each task's output, the latest
 SHOW_CHARS = 30_000

@@ -7,8 +7,8 @@ import fnmatch
 
 from pydantic import BaseModel, Field
 
+from kimi_cli.hostsafe.files import list_files
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
-from kimi_cli.tools.files import list_files
 
 MAX_MATCHES = 1000
 

@@ -70,9 +70,9 @@ class Grep(Tool[GrepParams]):
     async def run(self, params: GrepParams, ctx: ToolContext) -> ToolResult:
         import asyncio
 
-        from kimi_cli.tools.confine_reader import confined_runner
+        from kimi_cli.hostsafe.confined_reader import confined_runner
+        from kimi_cli.sandbox.base import kill_group
         from kimi_cli.tools.grep_verify import verified_lines
-        from kimi_cli.tools.sandbox.base import kill_group
 
         root = ctx.workspace.root
         base = ctx.workspace.resolve(params.path or ".")

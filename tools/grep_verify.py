@@ -2,7 +2,7 @@
 
 rg opens files by path, so a folder swapped for a link while it walks can make it read outside the
 workspace. Without a kernel confinement, a printed line is kept only if the same workspace file, opened
-through kimi_cli.tools.safe_fs (no link anywhere on the way), holds exactly that text at that line now.
+through kimi_cli.hostsafe.fs (no link anywhere on the way), holds exactly that text at that line now.
 A line read from outside then survives only if the workspace already held the same text at the same
 place: nothing new leaves. What remains is an oracle: a command that can guess a line exactly learns
 whether the outside file had it (one guess per line per call). Landlock, where present, closes that.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kimi_cli.tools import safe_fs
+from kimi_cli.hostsafe import fs as safe_fs
 
 MATCH = re.compile(r"(\d+)([:-])(.*)", re.DOTALL)
 MAX_LINE_BYTES = 1 << 20

@@ -1,5 +1,5 @@
 """ReadMediaFile: give an image in the workspace to the model as an image part, sized for the model
-(kimi_cli.image_pipeline: the model table's long-edge bound, EXIF orientation, first frame of a GIF)."""
+(kimi_cli.media.pipeline: the model table's long-edge bound, EXIF orientation, first frame of a GIF)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.image_pipeline import MAX_IMAGE_BYTES, ImageLimits, Prepared, prepare
+from kimi_cli.media.pipeline import MAX_IMAGE_BYTES, ImageLimits, Prepared, prepare
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.workspace import Workspace
 
@@ -24,7 +24,7 @@ def read_workspace_image(workspace: Workspace, shown: str) -> bytes:
     OSError, when there is one)."""
     import os
 
-    from kimi_cli.tools.safe_fs import open_regular
+    from kimi_cli.hostsafe.fs import open_regular
 
     path = workspace.resolve(shown)
     try:

@@ -9,8 +9,8 @@ from typing import BinaryIO
 
 from pydantic import BaseModel, Field
 
+from kimi_cli.hostsafe.files import SNIFF_BYTES, looks_binary
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
-from kimi_cli.tools.files import SNIFF_BYTES, looks_binary
 from kimi_cli.tools.read_roots import granted
 
 MAX_LINE_CHARS = 2000
@@ -89,7 +89,7 @@ class ReadFile(Tool[ReadFileParams]):
         return await asyncio.to_thread(self._read, params, ctx)
 
     def _read(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
-        from kimi_cli.tools.safe_fs import open_regular
+        from kimi_cli.hostsafe.fs import open_regular
 
         outside = granted(ctx.services, params.path)  # a folder the session lets ReadFile read (a user's skill)
         if outside is not None:

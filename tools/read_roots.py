@@ -1,5 +1,5 @@
 """Folders outside the workspace that ReadFile may read, and nothing else there: the user's own skill
-folders (kimi_cli.skills). The session lists them in `ctx.services["read_roots"]` as (folder as the model
+folders (kimi_cli.extensions.skills). The session lists them in `ctx.services["read_roots"]` as (folder as the model
 is told it, folder on disk) pairs; a path inside one is opened below the folder on disk through the
 no-follow reader, so neither `..` nor a link leads anywhere else. No other tool reads them."""
 

@@ -38,7 +38,7 @@ class PreparedCall:
 def _canonical(name: str, raw: str) -> tuple[str, Any, str | None]:
     """(key, decoded arguments, JSON error message) for raw arguments, decoded within jsonsafe's bounds
     (1,000 nested arrays must be an answer the model can read, not a RecursionError)."""
-    from kimi_cli.jsonsafe import loads
+    from kimi_cli.util.jsonsafe import loads
 
     try:
         args = loads(raw) if raw.strip() else {}

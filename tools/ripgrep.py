@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kimi_cli.sandbox.base import kill_group
 from kimi_cli.tools.base import ToolError
-from kimi_cli.tools.sandbox.base import kill_group
 
 MAX_LINE_CHARS = 500  # each output line is cut here
 INSTALL_HINT = (
@@ -26,7 +26,7 @@ def find_rg(exclude: tuple[Path, ...] = ()) -> str:
     beside = Path(sys.executable).parent / "rg"
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    from kimi_cli.tools.host_exec import host_which
+    from kimi_cli.hostsafe.programs import host_which
 
     found = host_which("rg", exclude)  # never an `rg` from a folder sandboxed commands may write
     if found is None:

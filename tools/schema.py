@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel
 
-from kimi_cli.logs import get_logger
+from kimi_cli.util.logs import get_logger
 
 MAX_DEPTH = 12  # schema nesting kept; deeper nodes become a described object
 MAX_NODES = 5_000  # nodes produced for one tool; past it the rest become described objects

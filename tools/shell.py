@@ -6,9 +6,9 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from kimi_cli.sandbox.base import Sandbox
 from kimi_cli.tools.background import TaskManager
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
-from kimi_cli.tools.sandbox.base import Sandbox
 
 
 class ShellApprover(Protocol):
@@ -55,7 +55,7 @@ class Shell(Tool[ShellParams]):
         if not params.command.strip():
             raise ToolError("command is empty")
         if self.approver is not None:
-            from kimi_cli.shellparse.rules import REDIRECT_ROOT
+            from kimi_cli.approval.rules import REDIRECT_ROOT
 
             token = REDIRECT_ROOT.set(str(ctx.workspace.root))  # an allow rule never covers `> link-out`
             try:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, model_validator
 
+from kimi_cli.hostsafe.files import looks_binary
 from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.file_lock import file_lock
-from kimi_cli.tools.files import looks_binary
 from kimi_cli.tools.write_file import diff_display
 
 MAX_EDIT_BYTES = 20 * 1024 * 1024  # larger files are refused rather than loaded (and written) whole
@@ -67,7 +67,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
             return await asyncio.to_thread(self._edit, path, params, ctx)  # a disk read never holds the loop
 
     def _edit(self, path: Path, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
-        from kimi_cli.tools import safe_fs
+        from kimi_cli.hostsafe import fs as safe_fs
         from kimi_cli.tools.write_file import write_error
 
         target = ctx.workspace.rel(path)

@@ -1,7 +1,7 @@
 """The workspace boundary: every path a tool touches must resolve inside it.
 
 resolve() follows links to say where a path leads (a link inside that points inside is fine); the
-tools then open the resolved path through kimi_cli.tools.safe_fs, which follows no link at all. So a
+tools then open the resolved path through kimi_cli.hostsafe.fs, which follows no link at all. So a
 folder swapped for a link between the two steps makes the open fail; it never leads outside.
 """
 
@@ -41,8 +41,8 @@ class Workspace:
 
     def resolve_write(self, path: str) -> Path:
         """resolve() for a tool that writes or deletes: also refused when the path as given, or where its links
-        lead, passes through a folder of kimi_cli.tools.protected (.git, .kimi) at any depth, in any case."""
-        from kimi_cli.tools.protected import below, protected_part, refusal
+        lead, passes through a folder of kimi_cli.hostsafe.protected (.git, .kimi) at any depth, in any case."""
+        from kimi_cli.hostsafe.protected import below, protected_part, refusal
 
         real = self.resolve(path)
         given = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
@@ -65,7 +65,7 @@ class Workspace:
 
     def refused(self, path: str, exc: OSError) -> ToolError:
         """The error for an open that safe_fs refused, or any other OSError, in words the model can act on."""
-        from kimi_cli.tools.safe_fs import NotRegularFile, UnsafePath
+        from kimi_cli.hostsafe.fs import NotRegularFile, UnsafePath
 
         if isinstance(exc, UnsafePath):
             return ToolError(

@@ -69,7 +69,7 @@ class WriteFile(Tool[WriteFileParams]):
 
     def _edit(self, path: Path, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         """Read the old text and write the new one through folder descriptors: no link is followed."""
-        from kimi_cli.tools import safe_fs
+        from kimi_cli.hostsafe import fs as safe_fs
 
         rel = ctx.workspace.relative(path)
         target = ctx.workspace.rel(path)
@@ -106,7 +106,7 @@ class WriteFile(Tool[WriteFileParams]):
     @staticmethod
     def _large(root_fd: int, target: str, rel: str, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         """A big existing file is never loaded: append goes to its end, overwrite replaces it unread."""
-        from kimi_cli.tools import safe_fs
+        from kimi_cli.hostsafe import fs as safe_fs
 
         data = params.content.encode("utf-8")
         try:
@@ -121,7 +121,7 @@ class WriteFile(Tool[WriteFileParams]):
 
 
 def write_error(path: str, exc: OSError, ctx: ToolContext) -> ToolError:
-    from kimi_cli.tools.safe_fs import UnsafePath
+    from kimi_cli.hostsafe.fs import UnsafePath
 
     if isinstance(exc, (UnsafePath, IsADirectoryError)):
         return ctx.workspace.refused(path, exc)

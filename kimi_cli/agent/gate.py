@@ -14,13 +14,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kimi_cli import jsonsafe
 from kimi_cli.tools.base import ToolFacts, ToolResult
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
+from kimi_cli.util import jsonsafe
 
 if TYPE_CHECKING:
-    from kimi_cli.hooks.session import HookSession
-    from kimi_cli.modes.state import ModeState
+    from kimi_cli.approval.modes.state import ModeState
+    from kimi_cli.extensions.hooks.session import HookSession
 
 # (question, rule) -> "yes" | "always" | "save" | "no:<why>": the front end's approval question
 Confirm = Callable[[str, str], Awaitable[str]]
@@ -69,10 +69,10 @@ class SessionGate:
     # --- before each request ---------------------------------------------------------------------------
 
     def notes(self, registry: ToolRegistry) -> list[str]:
-        """What the conversation must be told about the mode since the last request (kimi_cli.modes.plan)."""
+        """What the conversation must be told about the mode since the last request (kimi_cli.approval.modes.plan)."""
         if self.mode is None or self.subagent:
             return []
-        from kimi_cli.modes import plan
+        from kimi_cli.approval.modes import plan
 
         change = self.mode.pending()
         if change == "enter":
@@ -107,7 +107,7 @@ class SessionGate:
         if call.error is not None or call.tool is None:
             return call  # it answers with its own error
         if self.mode is not None and self.mode.plan:  # a subagent too: its kind was judged, this is the second guard
-            from kimi_cli.modes import plan
+            from kimi_cli.approval.modes import plan
 
             refused = plan.refusal(call.name, call.facts, registry.tools)
             if refused:

@@ -22,8 +22,8 @@ NESTED_NOTE = (
 
 
 def repo_root(workdir: Path) -> Path:
-    """The work tree's top folder, found without running git (kimi_cli.tools.host_git)."""
-    from kimi_cli.tools.host_git import UnsafeRepository, open_repo
+    """The work tree's top folder, found without running git (kimi_cli.hostsafe.git.host)."""
+    from kimi_cli.hostsafe.git.host import UnsafeRepository, open_repo
 
     try:
         location = open_repo(workdir)
@@ -34,8 +34,8 @@ def repo_root(workdir: Path) -> Path:
 
 def read_instructions(anchor: Path, candidate: Path) -> str | None:
     """An instructions file under `anchor`, or None. A link is followed only while it stays under the anchor,
-    and the resolved file is opened through kimi_cli.tools.safe_fs (no link followed at that moment)."""
-    from kimi_cli.tools.safe_fs import read_bytes
+    and the resolved file is opened through kimi_cli.hostsafe.fs (no link followed at that moment)."""
+    from kimi_cli.hostsafe.fs import read_bytes
 
     try:
         real = candidate.resolve(strict=True)

@@ -87,7 +87,7 @@ def compacted_history(
     if touched:
         parts.append("Files touched so far: " + ", ".join(touched))
     parts.append("The repository snapshot in the system prompt is current as of now. Continue the task.")
-    from kimi_cli.image_pipeline import recent_images
+    from kimi_cli.media.pipeline import recent_images
 
     images = recent_images(messages, image_budget)
     if not images:

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kimi_cli.tools.files import looks_binary
+from kimi_cli.hostsafe.files import looks_binary
 
 DEFAULT_MAX_BYTES = 1_000_000
 LOCK_FILES = {
@@ -38,14 +38,14 @@ def _display(name: bytes | str) -> str:
 
 def list_paths(root: Path) -> list[str]:
     """Tracked plus untracked-but-not-ignored files (git), or a walk with the same rules outside git."""
-    from kimi_cli.tools.host_git import workspace_git  # hardened: the repository's config runs nothing
+    from kimi_cli.hostsafe.git.host import workspace_git  # hardened: the repository's config runs nothing
 
     out = workspace_git(root, ["ls-files", "--cached", "--others", "--exclude-standard", "-z"])
     if out is not None and out.returncode == 0:
         names = {os.fsdecode(n) for n in out.stdout.split(b"\0") if n}
         # The index still lists tracked files deleted from the work tree: they are gone. A name under a folder
         # that is now a link (`inc/x`, `inc -> /elsewhere`) is gone too: nothing outside is even named.
-        from kimi_cli.tools.safe_fs import existing
+        from kimi_cli.hostsafe.fs import existing
 
         names = set(existing(root, sorted(names)))
         return sorted(_apply_kimiignore(root, names))
@@ -53,7 +53,7 @@ def list_paths(root: Path) -> list[str]:
 
 
 def _apply_kimiignore(root: Path, names: set[str] | list[str]) -> list[str]:
-    from kimi_cli.tools import safe_fs
+    from kimi_cli.hostsafe import fs as safe_fs
 
     try:  # a link here is not followed: its target is not this workspace's to read
         data = safe_fs.read_bytes(root, ".kimiignore", 1 << 20)
@@ -66,11 +66,11 @@ def _apply_kimiignore(root: Path, names: set[str] | list[str]) -> list[str]:
 
 
 def _walk(root: Path) -> list[str]:
-    """Walk from folder descriptors (kimi_cli.tools.safe_walk: iterative, depth-bounded, links listed and never
+    """Walk from folder descriptors (kimi_cli.hostsafe.walk: iterative, depth-bounded, links listed and never
     entered), honouring .gitignore files at every level."""
     import pathspec
 
-    from kimi_cli.tools.safe_walk import walk
+    from kimi_cli.hostsafe.walk import walk
 
     found: list[str] = []
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
@@ -99,9 +99,9 @@ def classify_name(path: str) -> str | None:
 
 
 def read_record(root: Path, path: str, max_bytes: int, root_fd: int | None = None) -> FileRecord:
-    """One file, read through kimi_cli.tools.safe_fs: a link (the file itself, or a folder on the way) is
+    """One file, read through kimi_cli.hostsafe.fs: a link (the file itself, or a folder on the way) is
     recorded as a link and never followed; type and size come from the opened descriptor."""
-    from kimi_cli.tools import safe_fs
+    from kimi_cli.hostsafe import fs as safe_fs
 
     if root_fd is None:
         with safe_fs.rooted(root) as fd:
@@ -139,7 +139,7 @@ def read_record(root: Path, path: str, max_bytes: int, root_fd: int | None = Non
 
 
 def enumerate_files(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[FileRecord]:
-    from kimi_cli.tools.safe_fs import rooted
+    from kimi_cli.hostsafe.fs import rooted
 
     with rooted(root) as root_fd:
         return [read_record(root, p, max_bytes, root_fd) for p in list_paths(root)]

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from kimi_cli import jsonsafe
+from kimi_cli.util import jsonsafe
 
 JS_LANGS = frozenset({"javascript", "typescript", "tsx"})
 JS_IMPORT = re.compile(r"""(?:\bfrom|\bimport|\brequire[ \t]*\(|\bimport[ \t]*\()[ \t]*['"]([^'"\n]{1,200})['"]""")

@@ -77,7 +77,7 @@ class RepoPacker:
 
     def read(self, paths: list[str] | None = None) -> list[FileRecord]:
         paths = list_paths(self.root) if paths is None else paths
-        from kimi_cli.tools.safe_fs import rooted
+        from kimi_cli.hostsafe.fs import rooted
 
         records = []
         with rooted(self.root) as root_fd:  # every read is a no-follow open beneath this descriptor

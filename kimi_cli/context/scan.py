@@ -123,7 +123,7 @@ def scan_repository(
     scan = Scan(terms=terms)
     holding = True
     held_chars = 0
-    from kimi_cli.tools.safe_fs import rooted
+    from kimi_cli.hostsafe.fs import rooted
 
     with rooted(root) as root_fd:
         for n, path in enumerate(paths):
@@ -160,7 +160,7 @@ def _scan_slice(
 ) -> list[tuple[str, Any]]:
     """In a worker: ("facts", (facts, counts, manifest)) or ("skipped", (path, size, reason)) per path."""
     root, paths, terms, named, max_bytes = job
-    from kimi_cli.tools.safe_fs import rooted
+    from kimi_cli.hostsafe.fs import rooted
 
     out: list[tuple[str, Any]] = []
     with rooted(root) as root_fd:
@@ -241,7 +241,7 @@ def _part_of(arg: Any, part: list[str], kind: str) -> Any:
 
 def _node_slice(task: tuple[str, list[str], int, str, Any]) -> dict[str, Any]:
     root, paths, max_bytes, kind, arg = task
-    from kimi_cli.tools.safe_fs import rooted
+    from kimi_cli.hostsafe.fs import rooted
 
     out: dict[str, Any] = {}
     with rooted(root) as root_fd:

@@ -35,7 +35,7 @@ class Reader:
         self._ctx: Any = None
 
     def __enter__(self) -> Reader:
-        from kimi_cli.tools.safe_fs import rooted
+        from kimi_cli.hostsafe.fs import rooted
 
         self._ctx = rooted(self.root)
         self._fd = self._ctx.__enter__()

@@ -16,8 +16,8 @@ from kimi_cli.context.agents_md import NestedInstructions
 from kimi_cli.context.compaction import compacted_history, summary_request
 from kimi_cli.context.packer import Pack, RepoPacker
 from kimi_cli.context.watch import PackWatcher
-from kimi_cli.image_pipeline import history_image_tokens, message_tokens, strip_images
 from kimi_cli.llm.types import Message
+from kimi_cli.media.pipeline import history_image_tokens, message_tokens, strip_images
 
 PrefixFn = Callable[[str, str], Message]  # (pack section, mode's part) -> the system message
 SESSION_PACK_INTRO = (
@@ -83,10 +83,10 @@ class SessionContext:
         return TASK_PACK_INTRO + pack.text
 
     def _full_texts(self, pack: Pack) -> dict[str, str]:
-        from kimi_cli.tools.safe_fs import read_at, rooted
+        from kimi_cli.hostsafe.fs import read_at, rooted
 
         texts = {}
-        with rooted(self.root) as root_fd:  # no-follow reads (kimi_cli.tools.safe_fs), as the pack itself
+        with rooted(self.root) as root_fd:  # no-follow reads (kimi_cli.hostsafe.fs), as the pack itself
             for entry in pack.by_mode("full"):
                 try:
                     texts[entry.path] = read_at(root_fd, entry.path)[0].decode("utf-8")
@@ -109,7 +109,7 @@ class SessionContext:
     def save_baseline(self, session_dir: Path) -> None:
         if self.watcher is not None:
             with contextlib.suppress(OSError):
-                from kimi_cli.paths import write_private  # session files are 0600
+                from kimi_cli.util.paths import write_private  # session files are 0600
 
                 write_private(session_dir / BASELINE_FILE, json.dumps(self.watcher.baseline))
 
@@ -148,7 +148,7 @@ class SessionContext:
 
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int:
         """Tokens the next request will carry: the last request's count plus what was added since. An image
-        counts by its area (14x14 pixels a token), never by its base64 length (kimi_cli.image_pipeline)."""
+        counts by its area (14x14 pixels a token), never by its base64 length (kimi_cli.media.pipeline)."""
         added = messages[sent_count:] if prompt_tokens else messages
         return prompt_tokens + sum(message_tokens(m, CHARS_PER_TOKEN) for m in added)
 

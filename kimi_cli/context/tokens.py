@@ -73,7 +73,7 @@ def _warn(message: str) -> None:
 
 
 def cache_dir() -> Path:
-    from kimi_cli.paths import cache_dir as kimi_cache_dir  # one definition: paths keeps it private
+    from kimi_cli.util.paths import cache_dir as kimi_cache_dir  # one definition: paths keeps it private
 
     return kimi_cache_dir()
 

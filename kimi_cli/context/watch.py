@@ -55,9 +55,9 @@ class PackWatcher:
         return text if len(text) <= NOTE_CAP else text[:NOTE_CAP] + "\n[... note cut; read the files for details]"
 
     def _describe(self, path: str) -> str:
-        from kimi_cli.tools.safe_fs import UnsafePath, read_bytes
+        from kimi_cli.hostsafe.fs import UnsafePath, read_bytes
 
-        try:  # through kimi_cli.tools.safe_fs: a file replaced by a link (`ln -sf ~/.ssh/id_rsa a.py`) is not read
+        try:  # through kimi_cli.hostsafe.fs: a file replaced by a link (`ln -sf ~/.ssh/id_rsa a.py`) is not read
             new = read_bytes(self.root, path, MAX_READ_BYTES).decode("utf-8")
         except UnsafePath:
             self.texts.pop(path, None)

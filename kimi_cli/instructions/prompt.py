@@ -33,7 +33,7 @@ SECTIONS = (
     "## The final answer",
 )
 
-# What each sandbox mode means for a command, in the model's terms (tools/sandbox/select.py picks the backend).
+# What each sandbox mode means for a command, in the model's terms (kimi_cli/sandbox/select.py picks the backend).
 CONFINED = (
     "commands may write only the workspace and a private /tmp; .git and .kimi stay read-only; credential "
     "stores (~/.ssh, ~/.aws, ...) are hidden and secret environment variables removed"

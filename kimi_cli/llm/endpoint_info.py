@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kimi_cli.config import Endpoint
-from kimi_cli.paths import kimi_home
+from kimi_cli.util.paths import kimi_home
 
 if TYPE_CHECKING:
     from kimi_cli.llm.models import ModelInfo

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kimi_cli import jsonsafe
 from kimi_cli.llm.failures import HTTPFailure, StreamIncomplete
+from kimi_cli.util import jsonsafe
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 

@@ -12,9 +12,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kimi_cli import jsonsafe
 from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure
 from kimi_cli.llm.sse import SSEDecoder, chunk_from_event
+from kimi_cli.util import jsonsafe
 
 if TYPE_CHECKING:
     import httpx

@@ -13,7 +13,7 @@ from kimi_cli.llm.types import Message
 
 
 def _dumps(value: Any) -> bytes:
-    from kimi_cli.jsonsafe import utf8  # a lone surrogate from the model or a tool must not end the session
+    from kimi_cli.util.jsonsafe import utf8  # a lone surrogate from the model or a tool must not end the session
 
     return utf8(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 

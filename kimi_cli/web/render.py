@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from kimi_cli import jsonsafe
+from kimi_cli.util import jsonsafe
 
 DROP = ("script", "style", "noscript", "nav", "header", "footer", "aside", "form", "svg", "iframe", "button")
 

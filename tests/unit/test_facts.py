@@ -9,15 +9,15 @@ import mcp.types as mcp_types
 
 from kimi_cli.agent.events import Finished, TextDelta, ToolCall
 from kimi_cli.agent.guard import LoopGuard
-from kimi_cli.mcp.config import ServerConfig
-from kimi_cli.mcp.tool import McpTool, mcp_facts
+from kimi_cli.agent.toolset import default_tools
+from kimi_cli.extensions.mcp.config import ServerConfig
+from kimi_cli.extensions.mcp.tool import McpTool, mcp_facts
 from kimi_cli.tools.base import ANYTHING, NOTHING, READS, ToolContext, ToolFacts
 from kimi_cli.tools.git_tool import Git
 from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.subagent import AgentTool
+from kimi_cli.tools.web import FetchURL, prompt_urls
 from kimi_cli.tools.workspace import Workspace
-from kimi_cli.toolset import default_tools
-from kimi_cli.web.tools import FetchURL, prompt_urls
 
 
 def facts_of(registry: ToolRegistry, name: str, arguments: str) -> ToolFacts:

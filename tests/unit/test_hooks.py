@@ -11,10 +11,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from kimi_cli.agent.gate import SessionGate
-from kimi_cli.hooks.config import Hook, matcher_matches
-from kimi_cli.hooks.runner import HookRunner
-from kimi_cli.hooks.session import HookSession
-from kimi_cli.modes.state import ModeState
+from kimi_cli.approval.modes.state import ModeState
+from kimi_cli.extensions.hooks.config import Hook, matcher_matches
+from kimi_cli.extensions.hooks.runner import HookRunner
+from kimi_cli.extensions.hooks.session import HookSession
 from kimi_cli.tools.read_file import ReadFile
 from kimi_cli.tools.todo import SetTodoList
 from kimi_cli.tools.write_file import WriteFile
@@ -260,7 +260,7 @@ def test_session_start_fires_again_after_compaction_and_its_context_follows_the_
 
 def test_claude_code_shapes_round_trip_for_the_tools_it_shares_with_kimi(tmp_path: Path) -> None:
     """What a Claude Code hook is shown, and an updatedInput it sends back unchanged, is the call kimi made."""
-    from kimi_cli.hooks.claude import claude_event, hooks_in, kimi_input
+    from kimi_cli.extensions.hooks.claude import claude_event, hooks_in, kimi_input
 
     calls_made = [
         ("Shell", {"command": "pytest -q", "timeout": 30, "background": True}, "Bash"),
@@ -293,7 +293,7 @@ def test_claude_code_shapes_round_trip_for_the_tools_it_shares_with_kimi(tmp_pat
 def test_a_hook_gets_no_api_key_and_no_path_entry_a_sandboxed_command_could_write(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    from kimi_cli.tools.host_exec import sandbox_writable
+    from kimi_cli.hostsafe.programs import sandbox_writable
 
     root = tmp_path / "ws"
     (root / ".venv" / "bin").mkdir(parents=True)

@@ -1,5 +1,5 @@
 """Hostile JSON never crashes kimi: the model's final answers (--output-schema), its tool arguments, output
-schemas, stream chunks and hook answers are decoded within bounds (kimi_cli.jsonsafe) and checked without
+schemas, stream chunks and hook answers are decoded within bounds (kimi_cli.util.jsonsafe) and checked without
 recursing without end. Fuzzed with hypothesis: deep nesting, huge values, invalid UTF-8, lone surrogates,
 NaN, and schemas built from references.
 """
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kimi_cli import jsonsafe
+from kimi_cli.agent.toolset import default_tools
 from kimi_cli.errors import KimiError
+from kimi_cli.frontends.headless.output_schema import OutputSchema, parse_answer
 from kimi_cli.llm.failures import HTTPFailure, StreamIncomplete
 from kimi_cli.llm.sse import ServerSentEvent, chunk_from_event
-from kimi_cli.output_schema import OutputSchema, parse_answer
-from kimi_cli.toolset import default_tools
+from kimi_cli.util import jsonsafe
 
 # no example database: nothing written into the tree (it may belong to another user)
 FUZZ = settings(
@@ -195,9 +195,9 @@ def test_a_stream_chunk_is_a_chunk_or_a_stream_error(payload: str) -> None:
 @FUZZ
 @given(hostile_text)
 def test_a_hooks_answer_is_read_without_raising(stdout: str) -> None:
-    from kimi_cli.hooks.config import Hook
-    from kimi_cli.hooks.runner import HookRun
-    from kimi_cli.hooks.verdict import read_runs
+    from kimi_cli.extensions.hooks.config import Hook
+    from kimi_cli.extensions.hooks.runner import HookRun
+    from kimi_cli.extensions.hooks.verdict import read_runs
 
     hook = Hook("PreToolUse", "true", None, 5.0, "allow", "user", 0)
     read_runs("PreToolUse", [HookRun(hook, 0, "{" + stdout), HookRun(hook, 0, stdout)])

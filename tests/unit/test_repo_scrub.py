@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kimi_cli.tools.sandbox.repo_scrub import list_config, render_config, scrub_config
+from kimi_cli.sandbox.guard.repo_scrub import list_config, render_config, scrub_config
 
 TRICKY = (
     b'[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch X"\n'

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.agent.prefix import PrefixBuilder
-from kimi_cli.agent.subagents import REPORT_CAP, REPORT_RULE, final_report
+from kimi_cli.agent.subagents.kinds import REPORT_CAP, REPORT_RULE, final_report
+from kimi_cli.agent.subagents.runner import SubagentFactory, SubagentRunner
 from kimi_cli.llm.types import Message
-from kimi_cli.subagent_runner import SubagentFactory, SubagentRunner
 from kimi_cli.tools.glob_tool import Glob
 from kimi_cli.tools.read_file import ReadFile
 from kimi_cli.tools.shell import Shell
@@ -172,7 +172,7 @@ def test_in_plan_mode_a_subagents_own_gate_refuses_a_write_whatever_its_kind(rep
     """The Agent tool is refused in plan mode for a kind that may write; a kind judged read-only that still
     reaches a writing tool (a server added later) meets the second guard: its gate holds the session's mode."""
     from kimi_cli.agent.gate import SessionGate
-    from kimi_cli.modes.state import ModeState
+    from kimi_cli.approval.modes.state import ModeState
 
     sub = FakeProvider(calls(("WriteFile", {"path": "new.txt", "content": "x"})), text("tried"))
     factory = factory_for(repo, {"w": sub}, SessionLog())

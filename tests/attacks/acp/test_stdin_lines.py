@@ -2,7 +2,7 @@
 
 The finding: a line of 100,000 nested arrays raised RecursionError in the stdin checker, which killed the
 reader task; the agent stayed up and the next prompt was never answered. Now every line is parsed with its
-nesting bounded (kimi_cli.acp_server.stdin_guard): such a line gets a JSON-RPC error and the reader goes on.
+nesting bounded (kimi_cli.frontends.acp.stdin_guard): such a line gets a JSON-RPC error and the reader goes on.
 Beside the attacks: the ordinary session after them gets its answer.
 """
 

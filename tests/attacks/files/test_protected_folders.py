@@ -4,7 +4,7 @@ The finding (bwrap, as root and as a user): a StrReplaceFile that added `fsmonit
 `[core]` in `.git/config` was applied ("edited .git/config: 1 replacement(s)") and survived the run; the
 user's own `git status` afterwards ran it. The file tools run on the host, where the sandbox's read-only
 mounts do not reach, and only ACP's editor writes refused the two folders. Now one table
-(tools/protected.py) serves the sandbox, the file tools and ACP: a write through either folder, at any
+(kimi_cli/hostsafe/protected.py) serves the sandbox, the file tools and ACP: a write through either folder, at any
 depth, in any letter case, as named or through a link, is refused with a message that says what to do.
 Reading stays allowed; names that merely look alike (`.gitignore`, `my.git.txt`, `git/`) are not refused.
 """
@@ -18,8 +18,8 @@ import pytest
 from sandbox_fixtures import backends
 from test_host_git import plain_git, ran
 
-from kimi_cli.checkpoints import ShadowRepo
-from kimi_cli.tools.protected import protected_part
+from kimi_cli.hostsafe.protected import protected_part
+from kimi_cli.session.undo.shadow import ShadowRepo
 
 from conftest import call_tool, git, result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
@@ -113,7 +113,7 @@ def test_the_table_matches_any_depth_and_case_and_nothing_that_only_looks_alike(
 
 
 def test_acp_editor_writes_use_the_same_table(tmp_path: Path) -> None:
-    from kimi_cli.acp_server.fs_guard import check_editor_write
+    from kimi_cli.frontends.acp.fs_guard import check_editor_write
     from kimi_cli.tools.base import ToolError
 
     (tmp_path / "x").mkdir()

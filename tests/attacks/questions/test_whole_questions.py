@@ -3,7 +3,7 @@
 The finding: over ACP a command's approval title was cut at 200 characters (tool-call cards at 120), so
 `npm test`, 260 spaces, `; echo PWNED > marker` was approved as "npm test" and its tail ran; the trust
 question's title was cut at 500 with no marker, and MCP servers came last, so a folder with enough harmless
-asks hid the server that then ran on the host. Now (kimi_cli/ui/questions.py) runs of blanks are counted
+asks hid the server that then ran on the host. Now (kimi_cli/frontends/questions.py) runs of blanks are counted
 (`⎵×260`), control characters written out, and nothing is cut silently: past a limit a mark says how much
 is left out and `always` (or trusting, for a list) is not offered. Trust asks come most dangerous first.
 Beside each attack, the ordinary question it must not spoil.
@@ -19,7 +19,7 @@ import acp
 from terminal import Terminal
 from test_acp import RecordingClient, run
 
-from kimi_cli.ui.interactive.approval_view import approval_view
+from kimi_cli.frontends.terminal.approval_view import approval_view
 
 from conftest import tool_call
 from scripted_server import ScriptedModelServer

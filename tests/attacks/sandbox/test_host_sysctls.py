@@ -18,9 +18,9 @@ import pytest
 from sandbox_fixtures import Rig, backends, docker_ready
 from test_shell_e2e import sandbox_flags
 
-from kimi_cli.tools.sandbox.bwrap import bwrap_argv
-from kimi_cli.tools.sandbox.docker_backend import DockerSandbox, proc_left_writable
-from kimi_cli.tools.sandbox.policy import PROC_READ_ONLY, SandboxPolicy, build_policy
+from kimi_cli.sandbox.backends.bwrap import bwrap_argv
+from kimi_cli.sandbox.backends.docker import DockerSandbox, proc_left_writable
+from kimi_cli.sandbox.policy import PROC_READ_ONLY, SandboxPolicy, build_policy
 
 from conftest import require, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
@@ -58,7 +58,7 @@ def test_bwrap_binds_the_host_wide_corners_of_proc_read_only_right_after_proc() 
 def test_landlock_grants_no_write_anywhere_under_proc(tmp_path: Path) -> None:
     """Landlock's half: /proc is only ever granted read rights, so a sysctl's open for writing is refused
     whatever uid the command has (the rig test below proves it on the real kernel)."""
-    from kimi_cli.tools.sandbox.landlock_rules import WRITE_FILE, landlock_plan
+    from kimi_cli.sandbox.backends.landlock.rules import WRITE_FILE, landlock_plan
 
     (tmp_path / "ws").mkdir()
     policy = build_policy(tmp_path / "ws", tmp_path / "t", environ={"HOME": str(tmp_path)})

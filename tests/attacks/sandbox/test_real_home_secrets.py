@@ -25,7 +25,7 @@ import pytest
 from sandbox_fixtures import backends, make_rig
 from test_shell_e2e import sandbox_flags
 
-from kimi_cli.tools.sandbox.hidden import real_home
+from kimi_cli.sandbox.hidden import real_home
 
 from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
@@ -110,7 +110,7 @@ def test_a_workspace_inside_a_moved_xdg_folder_still_works(backend: str, tmp_pat
 INSIDE_REAL_HOME = """
 import json, sys
 from pathlib import Path
-from kimi_cli.tools.sandbox.policy import build_policy
+from kimi_cli.sandbox.policy import build_policy
 ws, fake, tmp = map(Path, sys.argv[1:])
 policy = build_policy(ws, tmp, environ={"HOME": str(fake), "XDG_CONFIG_HOME": str(ws.parent)})
 print(json.dumps({"hidden": [str(h.path) for h in policy.hidden], "roots": list(map(str, policy.home_roots))}))

@@ -2,7 +2,7 @@
 
 The finding: in a folder with no `.git` at the start, a command ran `git init` and set `core.fsmonitor`.
 kimi's Git tool never runs it, but the user's next `git status` on the host did; kimi only named it at
-exit, and in headless CI nobody reads that. Now the sandbox's guard (tools/sandbox/command_guard.py, the
+exit, and in headless CI nobody reads that. Now the sandbox's guard (kimi_cli/sandbox/guard/command.py, the
 same on every backend) takes out of any repository a command made or changed, at the top or nested, what
 would run a program (fsmonitor, hooks, filters, drivers, pagers, editors, helpers, includes, `!` aliases),
 removes `.git` pointers that lead out, tells the model, and names it all in the headless JSON result.

@@ -21,7 +21,7 @@ from sandbox_fixtures import Rig, backends
 from test_landlock import X86, decide
 from test_redteam2_processes import ALLOW, EPERM, NOTIFY
 
-from kimi_cli.tools.sandbox.restrict import machine, seccomp_program
+from kimi_cli.kernel.restrict import machine, seccomp_program
 
 from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer

@@ -29,7 +29,7 @@ SHOWN = b"\\x1b]52;c;ZWNobyBwd25lZA==\\x07"  # what the user must see instead
 TOML_HOSTILE = HOSTILE.encode("unicode_escape").decode().replace("\\x", "\\u00")  # as a TOML string holds it
 
 EXEMPT = {
-    "acp": "JSON-RPC for an editor on stdout, never a terminal; strings are JSON-escaped (tests/test_acp.py)",
+    "acp": "JSON-RPC for an editor on stdout, never a terminal; strings are JSON-escaped (tests/e2e/test_acp.py)",
     "engine plan": "numbers and a family name (kimi_k3, kimi_k2, other) computed from config.json, none of its text",
     "engine serve": "needs vLLM; prints the user's own flags, and vLLM's log only as the error of a failed start",
     "engine stop": "fixed text",
@@ -42,7 +42,7 @@ def commands() -> list[str]:
     """Every leaf command of the Typer app, as `group sub`."""
     import typer
 
-    from kimi_cli.cli import app
+    from kimi_cli.cli.main import app
 
     found: list[str] = []
 

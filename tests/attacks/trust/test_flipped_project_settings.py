@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from kimi_cli import trust
+from kimi_cli.hostsafe import trust
 
 from conftest import TEST_KEY, run_kimi, tool_call, trust_folder
 from scripted_server import ScriptedModelServer
@@ -127,7 +127,7 @@ def test_a_flipped_config_toml_never_gets_its_base_url_applied(tmp_path: Path, k
 @pytest.mark.parametrize("where", [".kimi/mcp.json", "tools/servers.json"])
 def test_a_flipped_mcp_file_never_gets_an_untrusted_server_loaded(where: str, tmp_path: Path, kimi_home: Path) -> None:
     from kimi_cli.config import load_config
-    from kimi_cli.mcp.config import load_servers
+    from kimi_cli.extensions.mcp.config import load_servers
 
     (tmp_path / ".kimi").mkdir()
     if where != ".kimi/mcp.json":  # a file the folder's config names
@@ -139,7 +139,7 @@ def test_a_flipped_mcp_file_never_gets_an_untrusted_server_loaded(where: str, tm
     path.write_text(trusted)
     trust.remember(trust.assess(tmp_path))
 
-    def files() -> list[Path]:  # as kimi_cli.mcp.wiring.start_mcp has them: from the config that applies
+    def files() -> list[Path]:  # as kimi_cli.extensions.mcp.wiring.start_mcp has them: from the config that applies
         return [Path(tmp_path, p) for p in load_config(tmp_path, {}, {}).mcp_config]
 
     seen: set[bool] = set()
@@ -153,7 +153,7 @@ def test_a_flipped_mcp_file_never_gets_an_untrusted_server_loaded(where: str, tm
 
 
 def test_a_flipped_hook_never_gets_loaded(tmp_path: Path, kimi_home: Path) -> None:
-    from kimi_cli.hooks.sources import load_hooks
+    from kimi_cli.extensions.hooks.sources import load_hooks
 
     trusted = '[[hooks.Stop]]\ncommand = "echo trusted"\n'
     hostile = '[[hooks.Stop]]\ncommand = "touch pwned"\n'
@@ -171,8 +171,8 @@ def test_a_flipped_hook_never_gets_loaded(tmp_path: Path, kimi_home: Path) -> No
 
 
 def test_a_flipped_hook_script_is_pinned_as_it_was_trusted(tmp_path: Path, kimi_home: Path) -> None:
-    from kimi_cli.hooks import pins
-    from kimi_cli.hooks.sources import load_pinned
+    from kimi_cli.extensions.hooks import pins
+    from kimi_cli.extensions.hooks.sources import load_pinned
 
     (tmp_path / ".kimi").mkdir()
     (tmp_path / ".kimi" / "config.toml").write_text('[[hooks.Stop]]\ncommand = "sh hooks/guard.sh"\n')
@@ -196,7 +196,7 @@ def test_a_flipped_hook_script_is_pinned_as_it_was_trusted(tmp_path: Path, kimi_
 def test_a_flipped_custom_command_never_runs_or_preapproves_untrusted(
     kind: str, tmp_path: Path, kimi_home: Path
 ) -> None:
-    from kimi_cli.commands_custom.session import CommandSet, TurnScope
+    from kimi_cli.extensions.custom_commands.session import CommandSet, TurnScope
 
     if kind == "!cmd":
         trusted, hostile = "Status: !`git status`\n", "Status: !`touch pwned`\n"

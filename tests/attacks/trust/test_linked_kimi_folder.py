@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_cli import trust
+from kimi_cli.hostsafe import trust
 
 from conftest import run_kimi, tool_call
 from scripted_server import ScriptedModelServer

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from kimi_cli import trust, trust_rules
 from kimi_cli.config import Config, load_config
+from kimi_cli.hostsafe import trust, trust_rules
 
 from conftest import run_kimi, tool_call
 from scripted_server import ScriptedModelServer
@@ -53,7 +53,9 @@ def covering(leaf: str) -> list[str]:
 
 @pytest.mark.parametrize("leaf", [name for name, is_leaf in SETTINGS.items() if is_leaf])
 def test_every_setting_is_classified_exactly_once(leaf: str) -> None:
-    assert len(covering(leaf)) == 1, f"{leaf}: classified by {covering(leaf) or 'nothing'} (kimi_cli/trust_rules.py)"
+    assert len(covering(leaf)) == 1, (
+        f"{leaf}: classified by {covering(leaf) or 'nothing'} (kimi_cli/hostsafe/trust_rules.py)"
+    )
 
 
 def test_every_name_in_the_trust_table_is_a_setting() -> None:

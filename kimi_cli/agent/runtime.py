@@ -1,0 +1,431 @@
+"""Runtime: everything a session needs, built once from config: endpoint, session, sandbox, tools, agent."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kimi_cli.agent.events import Event, Notice
+from kimi_cli.agent.gate import SessionGate
+from kimi_cli.agent.loop import Agent
+from kimi_cli.agent.prefix import PrefixBuilder
+from kimi_cli.agent.toolset import default_tools
+from kimi_cli.approval.modes.state import ModeState
+from kimi_cli.config import HEADLESS_MAX_STEPS, Config, Endpoint, load_config, resolve_endpoint
+from kimi_cli.context.session_context import SessionContext
+from kimi_cli.extensions.mcp.manager import McpManager
+from kimi_cli.hostsafe import trust
+from kimi_cli.hostsafe.git.state import git_state
+from kimi_cli.hostsafe.trust import FolderTrust
+from kimi_cli.llm.models import ModelInfo, lookup, resolve_effort, with_context
+from kimi_cli.llm.provider import ChatProvider
+from kimi_cli.llm.types import Message
+from kimi_cli.sandbox.base import Sandbox
+from kimi_cli.sandbox.policy import build_policy
+from kimi_cli.sandbox.select import choose_sandbox
+from kimi_cli.session.store import Session
+from kimi_cli.session.undo.checkpointer import SessionCheckpointer
+from kimi_cli.session.undo.shadow import ShadowRepo
+from kimi_cli.tools.background import TaskManager
+from kimi_cli.tools.base import Tool, ToolContext
+from kimi_cli.tools.git_tool import Git, GitIdentity
+from kimi_cli.tools.shell import Shell, ShellApprover
+from kimi_cli.tools.tasks import TaskOutput, TaskStop
+from kimi_cli.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kimi_cli.agent.subagents.runner import SubagentFactory
+    from kimi_cli.extensions.hooks.session import HookSession
+    from kimi_cli.extensions.mcp.deferred import DeferredTools
+    from kimi_cli.extensions.skills.loader import Skill
+    from kimi_cli.media.pipeline import ImageLimits
+
+
+@dataclass
+class SessionChoice:
+    """Which session to run in: a new one titled by the task, the latest one here, or a given id."""
+
+    title: str = ""
+    continue_latest: bool = False
+    resume_id: str | None = None
+    task: str = ""
+
+
+@dataclass
+class Runtime:
+    config: Config
+    endpoint: Endpoint
+    workdir: Path
+    session: Session
+    history: list[Message]
+    sandbox: Sandbox
+    private_tmp: Path
+    context: SessionContext
+    prefix: PrefixBuilder
+    resume_note: str = ""
+    sandbox_reason: str = ""
+    context_length: int = 1_048_576
+    context_source: str = ""
+    providers: list[ChatProvider] = field(default_factory=list)
+    mcp: McpManager | None = None
+    tasks: TaskManager | None = None
+    model_info: ModelInfo | None = None  # the model table's entry in use (window from the server where it says)
+    effort: str | None = None  # None until the first agent: then the configured effort or the mode's default
+    folder_trust: FolderTrust | None = (
+        None  # whether the workspace's own .kimi settings apply (kimi_cli.hostsafe.trust)
+    )
+    mode: ModeState = field(default_factory=ModeState)  # ask | auto | plan | yolo (kimi_cli.approval.modes)
+    hooks: HookSession | None = None  # the user's hooks, and a trusted project's (kimi_cli.extensions.hooks)
+    start_source: str = "startup"  # SessionStart's `source` for the next agent: startup | resume | clear
+    skills: list[Skill] = field(
+        default_factory=list
+    )  # SKILL.md folders, listed in the prefix (kimi_cli.extensions.skills)
+    _trust_noticed: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        workdir: Path,
+        flags: dict[str, Any],
+        choice: SessionChoice,
+        progress: Callable[[str, int, int], None] | None = None,
+        ask_trust: Callable[[FolderTrust], bool] | None = None,
+    ) -> Runtime:
+        """Load config and open the session and sandbox; raises KimiError (with an exit code) on bad input.
+
+        The folder's own widening settings apply only when it is trusted: remembered, `flags["trust"]`
+        (--trust), or a yes from `ask_trust` (the interactive question)."""
+        from kimi_cli.util.malloc_tuning import keep_large_buffers
+
+        keep_large_buffers()
+        from kimi_cli.hostsafe.git.host import remember_session_start
+
+        remember_session_start(workdir)  # the repository's links and hook files as the session finds them
+        folder_trust = trust.resolve(workdir, grant=bool(flags.get("trust")), ask=ask_trust)
+        plan = bool(flags.get("plan"))
+        flags = {k: v for k, v in flags.items() if k not in ("trust", "plan")}
+        config = load_config(workdir, flags, folder=folder_trust)  # the snapshot trust decided on, not a new read
+        endpoint = resolve_endpoint(config)
+        from kimi_cli.extensions.mcp.wiring import start_mcp
+
+        mcp = start_mcp(workdir, config.mcp_config, folder_trust)  # servers come up while the repository is packed
+        from kimi_cli.llm.endpoint_info import resolve_context_length
+
+        info = lookup(endpoint.model, endpoint.provider, _overrides(config))
+        window, window_source = resolve_context_length(endpoint, config.context_length, info)
+        from kimi_cli.extensions.skills.loader import skills_slot
+        from kimi_cli.instructions.prompt import session_environment
+
+        skills, slot = skills_slot(workdir)  # read once: the skills section stays the same for the whole session
+        environment = session_environment(workdir, config, endpoint.model, window)
+        prefix = PrefixBuilder(workdir, skills=slot, environment=environment)
+        context = SessionContext(
+            workdir,
+            prefix.message,
+            budget=config.context.budget or int(window * config.context.budget_ratio),
+            context_length=window,
+            compact_at=config.context.compact_at,
+            pack_repo=config.context.pack,
+            progress=progress,
+            model=endpoint.model,
+        )
+        session, history = open_session(workdir, endpoint.model, choice, context)
+        resume_note = context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
+        private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
+        try:
+            policy = build_policy(
+                workdir, private_tmp, network=config.sandbox.allow_network, extra_hidden=config.sandbox.hidden_paths,
+                env_allow=config.sandbox.env_allow, env_deny=config.sandbox.env_deny,
+            )  # fmt: skip
+            docker = {
+                "image": config.sandbox.docker_image,
+                "memory": config.sandbox.docker_memory,
+                "pids_limit": config.sandbox.docker_pids_limit,
+            }
+            picked = choose_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, session.id)
+        except BaseException:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+            session.close()
+            if mcp is not None:
+                mcp.close()
+            raise
+        runtime = cls(
+            config, endpoint, workdir, session, history, picked.sandbox, private_tmp, context, prefix, resume_note,
+            sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
+            model_info=with_context(info, window), folder_trust=folder_trust,
+        )  # fmt: skip
+        runtime.skills = skills
+        runtime.start_features(plan, resumed=bool(choice.continue_latest or choice.resume_id))
+        return runtime
+
+    def start_features(self, plan: bool, resumed: bool) -> None:
+        """The session's mode (plan mode with --plan) and its hooks, once the folder's trust is decided."""
+        from kimi_cli.extensions.hooks.session import open_hooks
+
+        policy = self.config.approval.policy
+        base = "yolo" if self.config.yolo else policy if policy in ("ask", "auto") else "auto"
+        self.mode = ModeState("plan" if plan else base, base)
+        if resumed:  # what the conversation was last told: a resumed plan session leaving plan mode says so
+            from kimi_cli.approval.modes.plan import told_in
+
+            self.mode.told_plan = told_in(self.history)
+        self.start_source = "resume" if resumed else "startup"
+        self.hooks = open_hooks(self.workdir, lambda: self.session, lambda: self.mode.current, self.folder_trust)
+
+    def make_agent(
+        self, emit: Callable[[Event], None], approver: ShellApprover, headless: bool = False
+    ) -> tuple[Agent, ChatProvider]:
+        """The agent for this session. Headless runs get a step cap by default; interactive turns none."""
+        extra: dict[str, Any] = {}
+        if self.config.thinking is False and self.endpoint.provider in ("local", "openai"):
+            extra["chat_template_kwargs"] = {"thinking": False}  # vLLM's K3 chat template reads this switch
+        if self.effort is None:
+            self.effort = resolve_effort(self.config.effort, "headless" if headless else "interactive")
+        provider = ChatProvider(
+            self.endpoint, self.config.retry, self.session.id, transport=self.config.transport, extra_body=extra,
+            model_info=self.info(), effort=self.effort, cache_scope=str(self.workdir),
+        )  # fmt: skip
+        self.providers.append(provider)
+        max_steps = self.config.max_steps
+        if max_steps is None and headless:
+            max_steps = HEADLESS_MAX_STEPS
+        git_cfg = self.config.git
+        identity = GitIdentity(
+            name=git_cfg.author_name,
+            email=git_cfg.author_email,
+            co_author_trailer=git_cfg.co_author_trailer,
+            allow_hooks=git_cfg.allow_hooks,
+        )
+        if self.tasks is None:
+            self.tasks = TaskManager(self.sandbox, str(self.workdir), self.config.shell.max_background_tasks)  # type: ignore[arg-type]
+        tasks = self.tasks
+        if (
+            self.hooks is not None
+        ):  # a PreToolUse hook's "allow" skips the question (kimi_cli.extensions.hooks.approvals)
+            from kimi_cli.extensions.hooks.approvals import HookAwareApprover
+
+            approver = HookAwareApprover(approver)  # type: ignore[assignment]
+        shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, tasks)
+        builtin: list[Any] = [shell, Git(identity), TaskOutput(tasks), TaskStop(tasks)]
+        notices: list[str] = []
+        starting: list[str] = []
+        web = self.config.web
+        if web.enabled:
+            from kimi_cli.tools.web import FetchURL, SearchWeb
+
+            save_dir = self.session.path / "fetched"
+            fetch = FetchURL(approver, web.allowed_hosts, web.allowed_private_hosts, save_dir, web.fetch_timeout)  # type: ignore[arg-type]
+            builtin.append(fetch)
+            if web.search and self.endpoint.provider == "moonshot":
+                builtin.append(SearchWeb())
+        if self.mcp is not None:
+            from kimi_cli.extensions.mcp.wiring import mcp_tools
+
+            taken = set(default_tools(builtin).names)
+            extra_tools, notices, starting = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
+            builtin += extra_tools
+        deferred = self._defer_mcp(builtin, notices)  # over the model's tool limit: MCP tools wait for SearchTools
+        if self.config.subagents:
+            from kimi_cli.agent.subagents.runner import SubagentRunner
+            from kimi_cli.tools.subagent import AgentTool
+
+            runner = SubagentRunner(self._subagent_factory(list(builtin), deferred), emit)
+            builtin.append(AgentTool(runner.spawn, runner.kind_facts()))
+        registry = default_tools(builtin + deferred.search_tool(), grep_timeout=self.config.grep_timeout)
+        agent = Agent(
+            provider=provider,
+            registry=registry,
+            ctx=ToolContext(workspace=Workspace(self.workdir)),
+            recorder=self.session,
+            emit=emit,
+            messages=self.history,
+            max_steps=max_steps,
+            max_output_tokens=self.config.max_output_tokens,
+            max_tokens=self.config.max_tokens,
+            checkpointer=SessionCheckpointer(
+                ShadowRepo(self.workdir, max_file_bytes=self.config.checkpoints.max_file_bytes), self.session
+            ),
+            context=self.context,
+            notes=self.tasks.finished_notes,
+            gate=SessionGate(self.mode, self.hooks, getattr(approver, "ask", None), start_source=self.start_source),
+        )
+        if self.hooks is not None:
+            self.hooks.tell = lambda message: agent.emit(Notice(message))
+        if self.mcp is not None and starting:  # the first request does not wait for them
+            from kimi_cli.extensions.mcp.wiring import LateServers
+
+            late = LateServers(self.mcp, approver, registry, starting)  # type: ignore[arg-type]
+            finished = self.tasks.finished_notes
+
+            def notes() -> list[str]:  # before each request: servers ready since join the end of the tools
+                told = late.poll()
+                for notice in late.take_notices():
+                    agent.emit(Notice(notice))
+                return told + finished()
+
+            agent.notes = notes
+        # a deferred tool called by its full name joins the end of the tools block; late tools may wait too
+        deferred.attach(registry, lambda message: agent.emit(Notice(message)))
+        provider.on_notice = lambda message: agent.emit(Notice(message))
+        agent.ctx.services["image_limits"] = self.image_limits()  # ReadMediaFile and MCP images are sized to it
+        agent.ctx.services["read_roots"] = self.read_roots()  # the user's skill folders, for ReadFile only
+        if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
+            agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
+        trust_notice = self.folder_trust.notice() if self.folder_trust is not None else None
+        if trust_notice and not self._trust_noticed:
+            self._trust_noticed = True
+            notices.insert(0, trust_notice)  # once a session: what the untrusted folder asked for, ignored
+        for notice in notices:
+            agent.emit(Notice(notice))
+        return agent, provider
+
+    def _defer_mcp(self, builtin: list[Any], notices: list[str]) -> DeferredTools:
+        """When built-ins and every MCP tool would not fit the model's tool limit, the MCP tools leave
+        `builtin` for a pool that SearchTools searches (kimi_cli.extensions.mcp.deferred). Built-ins always stay;
+        each subagent then gets its own SearchTools over the deferred tools its kind allows."""
+        from kimi_cli.extensions.mcp.deferred import defer_over_limit
+        from kimi_cli.extensions.mcp.tool import McpTool
+
+        mcp = [t for t in builtin if isinstance(t, McpTool)]
+        others = [t for t in builtin if not isinstance(t, McpTool)]
+        stay = len(default_tools(others).names) + (1 if self.config.subagents else 0)  # + the Agent tool
+        limit = self.info().max_tools
+        declared, pool = defer_over_limit(stay, mcp, limit)
+        if not pool.pool:
+            return pool
+        builtin[:] = others + declared
+        notices.append(
+            f"{len(mcp)} MCP tools would take each request past {self.info().id}'s limit of {limit} tools: they "
+            "are deferred, and SearchTools finds them (a found tool joins the end of the tools list)"
+        )
+        return pool
+
+    def read_roots(self) -> list[tuple[str, Path]]:
+        """Folders outside the workspace ReadFile may read: the user's own skills (kimi_cli.tools.read_roots)."""
+        from kimi_cli.extensions.skills.loader import read_roots
+
+        return read_roots(self.skills)
+
+    def image_limits(self) -> ImageLimits:
+        """How images are sized for the model in use: its long-edge bound ([images] long_edge overrides it),
+        its patch size and its request cap."""
+        from kimi_cli.media.pipeline import limits_for
+
+        return limits_for(self.info(), self.config.images.long_edge)
+
+    def info(self, model: str | None = None) -> ModelInfo:
+        """The model table's entry for `model` (default: the one in use), with the window this session uses."""
+        if model is None and self.model_info is not None:
+            return self.model_info
+        found = lookup(model or self.endpoint.model, self.endpoint.provider, _overrides(self.config))
+        return found if model else with_context(found, self.context_length)
+
+    def _subagent_factory(self, session_tools: list[Tool[Any]], deferred: DeferredTools) -> SubagentFactory:
+        """What the subagent runner needs from this session, and nothing more (no Runtime: no import cycle)."""
+        from kimi_cli.agent.subagents.kinds import SUB_BUDGET_SHARE
+        from kimi_cli.agent.subagents.runner import SubagentFactory
+
+        everything_deferred = dict(deferred.pool)  # those that later join the session's block stay deferred here
+
+        def deferred_tools() -> tuple[list[Tool[Any]], int]:
+            everything_deferred.update(deferred.pool)  # and servers that became ready later, past the limit
+            return list(everything_deferred.values()), deferred.max_tools
+
+        def tools() -> list[Tool[Any]]:
+            return list(default_tools(session_tools, grep_timeout=self.config.grep_timeout).tools)
+
+        def provider(run_id: str) -> ChatProvider:
+            made = ChatProvider(
+                self.endpoint,
+                self.config.retry,
+                f"{self.session.id}-{run_id}",
+                transport=self.config.transport,
+                model_info=self.info(),
+                effort=self.effort,
+            )
+            self.providers.append(made)
+            return made
+
+        def system(task: str, mode: str) -> Message:
+            return self.prefix.message(self.context.task_pack(task, SUB_BUDGET_SHARE), mode)
+
+        def gate() -> SessionGate:  # the session's hooks and mode (plan refuses writes) for a subagent's calls
+            return SessionGate(self.mode, hooks=self.hooks, subagent=True)
+
+        return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens,
+                               gate, {"read_roots": self.read_roots()}, deferred_tools)  # fmt: skip
+
+    def switch_session(self, choice: SessionChoice) -> None:
+        """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""
+        resumed = bool(choice.continue_latest or choice.resume_id)
+        if self.hooks is not None:
+            self.hooks.session_end("resume" if resumed else "clear")
+        self.start_source = "resume" if resumed else "clear"
+        self.context.save_baseline(self.session.path)
+        session, history = open_session(self.workdir, self.endpoint.model, choice, self.context)
+        self.session.close()
+        self.session, self.history = session, history
+        self.resume_note = self.context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
+
+    def exit_warnings(self) -> list[str]:
+        """What the user should hear on leaving: git settings naming a program that the repository gained
+        during the session (a sandboxed `git init` + `git config core.fsmonitor ...`). kimi's own git never
+        runs them; git run by hand in this folder would, and kimi put them within reach, so it says so."""
+        from kimi_cli.hostsafe.git.host import planted_since_start
+
+        try:
+            planted = planted_since_start(self.workdir)
+        except Exception:  # a warning must never break the exit
+            return []
+        if not planted:
+            return []
+        shown = "; ".join(p if len(p) <= 120 else p[:117] + "..." for p in planted[:6])
+        return [
+            f"during this session the git config in {self.workdir} gained settings that run programs ({shown}). "
+            "kimi never ran them, but a git command you run by hand there would: check .git/config first."
+        ]
+
+    async def aclose(self) -> None:
+        import asyncio
+
+        if self.hooks is not None:
+            hooks, self.hooks = self.hooks, None  # once, however often aclose is called
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(hooks.session_end, "exit")
+        self.context.save_baseline(self.session.path)
+        if self.tasks is not None:
+            with contextlib.suppress(Exception):
+                await self.tasks.close()
+        if self.mcp is not None:
+            await asyncio.to_thread(self.mcp.close)
+        for provider in self.providers:
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+        with contextlib.suppress(Exception):
+            await self.sandbox.close()
+        shutil.rmtree(self.private_tmp, ignore_errors=True)
+
+
+def _overrides(config: Config) -> dict[str, dict[str, Any]]:
+    return {k: v.model_dump(exclude_none=True) for k, v in config.models.items()}
+
+
+def open_session(
+    workdir: Path, model: str, choice: SessionChoice, context: SessionContext
+) -> tuple[Session, list[Message]]:
+    """Create a new session, or reopen one with its repaired history."""
+    if choice.resume_id or choice.continue_latest:
+        session = Session.open(workdir, choice.resume_id) if choice.resume_id else Session.latest(workdir)
+        session.mark_running()
+        return session, session.messages()
+    session = Session.create(workdir, choice.title, model)
+    session.meta["git"] = git_state(workdir)
+    session.save_meta()
+    system = context.system_message(choice.task or choice.title)
+    session.append_message(system)
+    return session, [system]

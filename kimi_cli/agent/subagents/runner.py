@@ -1,0 +1,99 @@
+"""SubagentRunner: what the Agent tool calls. It builds a fresh agent from a factory the runtime hands it.
+
+The runner never sees the Runtime: `SubagentFactory` holds the few things a subagent needs (its tools, a
+model client, the system message, where to log), so runtime -> subagent_runner is the only import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.agent.events import Event, Notice
+from kimi_cli.agent.gate import SessionGate
+from kimi_cli.agent.loop import Agent, Provider
+from kimi_cli.agent.subagents.kinds import (
+    SUB_MAX_STEPS,
+    AgentKind,
+    FileLocks,
+    NestedRecorder,
+    builtin_kinds,
+    custom_kinds,
+    final_report,
+    next_run_id,
+)
+from kimi_cli.llm.types import Message
+from kimi_cli.tools.base import Tool, ToolContext, ToolFacts
+from kimi_cli.tools.registry import ToolRegistry
+from kimi_cli.tools.workspace import Workspace
+
+
+@dataclass
+class SubagentFactory:
+    """What a subagent takes from its session."""
+
+    workdir: Path
+    tools: Callable[[], list[Tool[Any]]]  # the session's tools, built fresh (never the Agent tool: no nesting)
+    provider: Callable[[str], Provider]  # a model client for one run id
+    system: Callable[[str, str], Message]  # (task, kind's part) -> the system message, pack ranked for the task
+    log: Any  # the session: has append(entry); a run's steps are logged in it, nested
+    max_output_tokens: int | None = None
+    gate: Callable[[], SessionGate] | None = None  # the session's hooks for the subagent's calls and its stop
+    services: dict[str, Any] = field(default_factory=dict)  # tool services the session shares (skill folders)
+    # The session's deferred MCP tools (over the model's tool limit) and that limit: a subagent gets its own
+    # SearchTools over those its kind allows (kimi_cli.extensions.mcp.deferred).
+    deferred: Callable[[], tuple[list[Tool[Any]], int]] | None = None
+
+
+class SubagentRunner:
+    def __init__(self, factory: SubagentFactory, emit: Callable[[Event], None]) -> None:
+        self.factory = factory
+        self.emit = emit
+        self.kinds: dict[str, AgentKind] = {**builtin_kinds(), **custom_kinds(factory.workdir)}
+        self.locks = FileLocks()
+
+    def kind_facts(self) -> dict[str, ToolFacts]:
+        """Each kind's name and what a subagent of it may do: the Agent tool's facts per call. The deferred
+        MCP tools count too: a kind may reach them through its own SearchTools (or by full name)."""
+        tools = self.factory.tools() + (self.factory.deferred()[0] if self.factory.deferred is not None else [])
+        return {name: kind.facts(tools) for name, kind in sorted(self.kinds.items())}
+
+    async def spawn(self, task: str, kind_name: str, files: list[str]) -> tuple[str, dict[str, Any]]:
+        kind = self.kinds[kind_name]
+        tools = [t for t in self.factory.tools() if kind.allows(t)]
+        pool, limit = self.factory.deferred() if self.factory.deferred is not None else ([], 0)
+        pool = [t for t in pool if kind.allows(t) and t.name not in {have.name for have in tools}]
+        deferred = None
+        if pool:
+            from kimi_cli.extensions.mcp.deferred import DeferredTools
+
+            deferred = DeferredTools(pool, limit)
+            tools += deferred.search_tool()
+        registry = ToolRegistry(tools)
+        if deferred is not None:
+            deferred.attach(registry)  # found or named tools join the end of the subagent's own block
+        run_id = next_run_id()
+        recorder = NestedRecorder(self.factory.log, run_id)
+        user = task + (f"\n\nStart from these files: {', '.join(files)}" if files else "")
+        agent = Agent(
+            provider=self.factory.provider(run_id),
+            registry=registry,
+            ctx=ToolContext(
+                workspace=Workspace(self.factory.workdir), services={**self.factory.services, "file_locks": self.locks}
+            ),
+            recorder=recorder,
+            emit=lambda event: None,  # the parent sees the report, not the steps; the log keeps them
+            messages=[self.factory.system(task, kind.mode())],
+            max_steps=SUB_MAX_STEPS,
+            max_output_tokens=self.factory.max_output_tokens,
+            user_prompts=False,
+            gate=self.factory.gate() if self.factory.gate is not None else None,
+        )
+        recorder.append_message(agent.messages[0])
+        self.emit(Notice(f"subagent {run_id} ({kind.name}) started: {(task.splitlines() or [''])[0][:100]}"))
+        outcome = await agent.run({"role": "user", "content": user})
+        report = final_report(outcome.text, outcome.reason, outcome.message)
+        self.emit(Notice(f"subagent {run_id} finished: {outcome.reason}, {agent.steps} steps"))
+        return report, agent.usage.as_dict()

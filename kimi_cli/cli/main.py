@@ -1,0 +1,446 @@
+"""The `kimi` command. Thin: it parses flags and hands off; heavy modules load only when used."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="kimi",
+    help=(
+        "Kimi: an agentic coding assistant for Kimi K3.1 Pro and any OpenAI-compatible endpoint.\n\n"
+        'Run `kimi` for an interactive session, or `kimi -p "fix the failing test"` headless.\n\n'
+        "Exit codes: 0 done, 1 error, 2 usage/config error, 3 step or token budget exhausted, "
+        "4 refused or cancelled, 5 provider unavailable after retries."
+    ),
+    add_completion=False,
+    no_args_is_help=False,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode="rich",  # one help style for every command (help texts escape their brackets)
+    pretty_exceptions_enable=False,
+)
+
+
+def _summaries(typer_app: typer.Typer) -> None:
+    """Each command's summary: the first paragraph of its help, joined into one line."""
+    import inspect
+
+    for info in typer_app.registered_commands:
+        text = info.help or inspect.getdoc(info.callback) or ""
+        first = text.split("\n\n", 1)[0]
+        if first and not info.short_help:
+            info.short_help = " ".join(first.split())
+    for group in typer_app.registered_groups:  # kimi engine ..., kimi mcp ...
+        if group.typer_instance is not None:
+            _summaries(group.typer_instance)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from kimi_cli.cli.version import version_report
+
+        typer.echo(version_report(Path.cwd()))
+        raise typer.Exit()
+
+
+@app.callback()
+def main_command(
+    ctx: typer.Context,
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "-p", "--prompt", help="Run this task headless and exit. '-' reads it from stdin.", metavar="TASK"
+        ),
+    ] = None,
+    output_format: Annotated[
+        str, typer.Option("--output-format", help="Headless output: text | json | stream-json.", metavar="FORMAT")
+    ] = "text",
+    image: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--image",
+            help="Attach an image (PNG/JPEG/WebP/GIF); repeatable. @shot.png in the prompt works too.",
+            metavar="PATH",
+        ),
+    ] = None,
+    continue_: Annotated[bool, typer.Option("--continue", "-c", help="Resume the latest session here.")] = False,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            "-r",
+            help="Resume the session with this id (or its start); without an id, pick one.",
+            metavar="ID",
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name.", metavar="NAME")] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(
+            "--provider", help="moonshot (hosted API) | local (kimi engine) | openai (any base URL).", metavar="NAME"
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint URL.", metavar="URL")
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Stop after N steps (exit 3).", metavar="N")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", help="Stop once this many tokens are used (exit 3).", metavar="N")
+    ] = None,
+    context_length: Annotated[
+        int | None,
+        typer.Option(
+            "--context-length",
+            help="The model's context window in tokens (default: asked from the server).",
+            metavar="N",
+        ),
+    ] = None,
+    mcp_config: Annotated[
+        list[Path] | None,
+        typer.Option("--mcp-config", help="An MCP servers JSON file to add (repeatable).", metavar="PATH"),
+    ] = None,
+    effort: Annotated[
+        str | None,
+        typer.Option(
+            "--effort",
+            help="Reasoning effort: low | high | max (default: high interactive, max with -p; KIMI_EFFORT).",
+            metavar="LEVEL",
+        ),
+    ] = None,
+    no_thinking: Annotated[
+        bool, typer.Option("--no-thinking", help="Local engine: ask Kimi K3 to answer without thinking first.")
+    ] = False,
+    yolo: Annotated[bool, typer.Option("--yolo", help="Approve every action (the sandbox still applies).")] = False,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Plan mode: study with read-only tools and answer with a plan.")
+    ] = False,
+    output_schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-schema",
+            help="With -p: the final answer must be JSON valid against this JSON Schema.",
+            metavar="FILE",
+        ),
+    ] = None,
+    fork: Annotated[
+        str | None,
+        typer.Option("--fork", help="Start from a copy of this session (same history and undo points).", metavar="ID"),
+    ] = None,
+    trust_folder: Annotated[
+        bool,
+        typer.Option(
+            "--trust", help="Trust this folder: its .kimi/ settings that widen what kimi may do apply (remembered)."
+        ),
+    ] = False,
+    sandbox: Annotated[
+        str | None,
+        typer.Option("--sandbox", help="Shell sandbox: auto | bwrap | landlock | docker | none.", metavar="MODE"),
+    ] = None,
+    allow_network: Annotated[
+        bool, typer.Option("--allow-network", help="Let sandboxed commands use the network.")
+    ] = False,
+    workdir: Annotated[
+        Path | None,
+        typer.Option("--workdir", "-w", help="Workspace folder (default: current directory).", metavar="PATH"),
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", help="Create (or reuse) this git branch and switch to it first.", metavar="NAME"),
+    ] = None,
+    no_pack: Annotated[
+        bool, typer.Option("--no-pack", help="Do not pack the repository into the context at start.")
+    ] = False,
+    pack_budget: Annotated[
+        int | None,
+        typer.Option("--pack-budget", help="Tokens for the packed repository (default: 60% of context).", metavar="N"),
+    ] = None,
+    compact_at: Annotated[
+        float | None,
+        typer.Option("--compact-at", help="Compact the conversation at this share of the context.", metavar="RATIO"),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Debug logs (requests sent, key redacted) to stderr and ~/.kimi/logs/."),
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    if verbose:
+        from kimi_cli.util.logs import setup_logging
+
+        setup_logging(True)
+    if ctx.invoked_subcommand is not None:
+        return
+    if output_format not in ("text", "json", "stream-json"):
+        _usage(f"--output-format must be text, json or stream-json, not {output_format!r}")
+    if effort is not None and effort not in ("low", "high", "max"):
+        _usage(f"--effort must be low, high or max, not {effort!r}")
+    from kimi_cli.frontends.headless.app import RunOptions, run_headless
+
+    flags: dict[str, object] = {
+        "model": model,
+        "provider": provider,
+        "base_url": base_url,
+        "max_steps": max_steps,
+        "max_tokens": max_tokens,
+        "context_length": context_length,
+        "thinking": False if no_thinking else None,
+        "effort": effort,
+        "mcp_config": [os.path.abspath(p.expanduser()) for p in mcp_config] if mcp_config else None,
+        "yolo": yolo or None,
+        "trust": trust_folder or None,
+        "plan": plan or None,
+    }
+    context = {"pack": False if no_pack else None, "budget": pack_budget, "compact_at": compact_at}
+    if any(v is not None for v in context.values()):
+        flags["context"] = {k: v for k, v in context.items() if v is not None}
+    if sandbox is not None or allow_network:
+        flags["sandbox"] = {k: v for k, v in (("mode", sandbox), ("allow_network", allow_network or None)) if v}
+    if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
+        prompt = sys.stdin.read()
+    root = (workdir or Path.cwd()).resolve()
+    if not root.is_dir():
+        _usage(f"--workdir {root} is not a directory")
+    if output_schema is not None and prompt is None:
+        _usage("--output-schema needs a headless run: -p TASK")
+    if fork is not None:
+        resume, continue_ = _fork(root, fork), False
+    if prompt is None:
+        from kimi_cli.agent.runtime import SessionChoice
+        from kimi_cli.frontends.terminal.session import run_interactive
+
+        raise typer.Exit(run_interactive(root, flags, SessionChoice("interactive", continue_, resume)))
+    opts = RunOptions(
+        prompt=prompt,
+        workdir=root,
+        output_format=output_format,  # type: ignore[arg-type]
+        images=list(image or []),
+        continue_latest=continue_,
+        resume_id=resume,
+        branch=branch,
+        config_flags=flags,
+        output_schema=str(output_schema) if output_schema is not None else None,
+    )
+    raise typer.Exit(run_headless(opts))
+
+
+def _fork(root: Path, session_id: str) -> str:
+    """`--fork ID`: copy the session, then run in the copy; the original stays as it was."""
+    from kimi_cli.errors import KimiError
+    from kimi_cli.session.fork import fork_session
+
+    try:
+        new_id = fork_session(root, session_id)
+    except KimiError as exc:
+        _usage(str(exc))
+        raise
+    typer.echo(f"kimi: forked session {session_id} as {new_id}", err=True)
+    return new_id
+
+
+def _usage(message: str) -> None:
+    from kimi_cli.util.sanitize import visible
+
+    typer.echo(f"kimi: {visible(message)}", err=True)
+    if _json_format(sys.argv[1:]):
+        from kimi_cli.frontends.headless.app import result_object
+        from kimi_cli.util.jsonsafe import dumps
+
+        typer.echo(dumps(result_object("usage_error", 2, message=message, error="usage")))
+    raise typer.Exit(2)
+
+
+@app.command("ci-repair")
+def ci_repair_command(
+    test: Annotated[str, typer.Option("--test", help="The test command, e.g. 'pytest -q'.", metavar="COMMAND")],
+    max_attempts: Annotated[int, typer.Option("--max-attempts", help="Agent runs before giving up.", metavar="N")] = 3,
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Work branch (default kimi/ci-repair-<short sha>).", metavar="NAME")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a markdown report (PR comment).", metavar="PATH")
+    ] = None,
+    output_format: Annotated[str, typer.Option("--output-format", help="text | json.", metavar="FORMAT")] = "text",
+    test_timeout: Annotated[
+        int, typer.Option("--test-timeout", help="Seconds for one test run.", metavar="SECONDS")
+    ] = 600,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Steps per attempt.", metavar="N")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Token budget in all.", metavar="N")] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="NAME")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    effort: Annotated[
+        str | None, typer.Option("--effort", help="Reasoning effort: low | high | max (default max).", metavar="LEVEL")
+    ] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
+    ] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", metavar="PATH")] = None,
+) -> None:
+    """Run the tests; if they fail, let the agent fix them, commit on a branch, and report. Never pushes.
+
+    Exit codes: 0 fixed or already green (no model call then); 3 not fixed within the budget; 1 error.
+    """
+    if output_format not in ("text", "json"):
+        _usage("--output-format must be text or json")
+    if not 1 <= test_timeout <= 3600:
+        _usage("--test-timeout must be between 1 and 3600 seconds")
+    if effort is not None and effort not in ("low", "high", "max"):
+        _usage(f"--effort must be low, high or max, not {effort!r}")
+    from kimi_cli.frontends.ci_repair.repair import run_ci_repair
+
+    flags: dict[str, object] = {
+        k: v
+        for k, v in (
+            ("model", model),
+            ("provider", provider),
+            ("base_url", base_url),
+            ("max_steps", max_steps),
+            ("max_tokens", max_tokens),
+            ("effort", effort),
+        )
+        if v
+    }
+    if sandbox:
+        flags["sandbox"] = {"mode": sandbox}
+    root = (workdir or Path.cwd()).resolve()
+    raise typer.Exit(run_ci_repair(root, test, max_attempts, branch, report, output_format, test_timeout, flags))
+
+
+@app.command("acp")
+def acp_command(
+    model: Annotated[str | None, typer.Option("--model", metavar="NAME")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
+    ] = None,
+) -> None:
+    """Serve the Agent Client Protocol on stdin/stdout, for editors (Zed and other ACP clients).
+
+    Only protocol messages go to stdout; logs go to ~/.kimi/logs/.
+    """
+    from kimi_cli.cli.acp import serve  # kimi_cli.entry usually runs it without Typer
+
+    raise typer.Exit(serve(model, provider, base_url, sandbox))
+
+
+@app.command("init")
+def init_command(
+    workdir: Annotated[Path | None, typer.Option("--workdir", "-w", metavar="PATH")] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="NAME")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", metavar="NAME")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", metavar="URL")] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
+    ] = None,
+) -> None:
+    """Have the agent write AGENTS.md (or improve it) from the repository: build and test commands, layout,
+    conventions. Shows the diff; `kimi undo` takes it back."""
+    from kimi_cli.frontends.init_agents import run_init
+
+    named = (("model", model), ("provider", provider), ("base_url", base_url))
+    flags: dict[str, object] = {k: v for k, v in named if v}
+    if sandbox:
+        flags["sandbox"] = {"mode": sandbox}
+    raise typer.Exit(run_init((workdir or Path.cwd()).resolve(), flags))
+
+
+@app.command("trust")
+def trust_command(
+    path: Annotated[Path | None, typer.Argument(help="The folder (default: current directory).")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the trusted folders.")] = False,
+    revoke: Annotated[bool, typer.Option("--revoke", help="Stop trusting the folder.")] = False,
+) -> None:
+    """Trust a folder: its .kimi/config.toml and .kimi/mcp.json may then widen what kimi does (an endpoint,
+    MCP servers, no sandbox, allow rules). Remembered with a digest of those settings: a change asks again."""
+    from kimi_cli.cli.trust import run_trust
+
+    raise typer.Exit(run_trust(path, list_, revoke))
+
+
+def _add_subapps() -> None:
+    from kimi_cli.cli.mcp import mcp_app
+    from kimi_cli.engine.cli import engine_app
+
+    app.add_typer(engine_app, name="engine")
+    app.add_typer(mcp_app, name="mcp")
+
+
+_add_subapps()
+
+
+def _add_tools() -> None:
+    from kimi_cli.cli.subcommands import help_style, register
+
+    help_style()
+    register(app)
+
+
+_add_tools()
+_summaries(app)
+
+
+PICK = "@pick"  # `-r` with no id: the interactive session shows a picker
+
+
+def _argv(argv: list[str]) -> list[str]:
+    """`kimi -r` / `kimi --resume` with no id (last, or before another option) means: pick one."""
+    out = list(argv)
+    for index in range(len(out) - 1, -1, -1):
+        if out[index] in ("-r", "--resume") and (index == len(out) - 1 or out[index + 1].startswith("-")):
+            out.insert(index + 1, PICK)
+    return out
+
+
+def _json_format(argv: list[str]) -> bool:
+    for index, arg in enumerate(argv):
+        if arg.startswith("--output-format="):
+            return arg.split("=", 1)[1] in ("json", "stream-json")
+        if arg == "--output-format" and index + 1 < len(argv):
+            return argv[index + 1] in ("json", "stream-json")
+    return False
+
+
+def run() -> None:
+    sys.argv[1:] = _argv(sys.argv[1:])
+    if {"-h", "--help"}.intersection(sys.argv[1:]):
+        from kimi_cli.cli.subcommands import light_help
+
+        light_help()
+    try:
+        if _json_format(sys.argv[1:]):
+            _run_json()
+        app()
+    except KeyboardInterrupt:
+        sys.exit(4)
+
+
+def _run_json() -> None:
+    """--output-format json: a bad flag is still one JSON `result` object on stdout (and the usual words
+    on stderr), so a script never gets an empty stdout."""
+    try:  # this Typer carries its own click; older ones use click itself
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover
+        from click.exceptions import ClickException  # type: ignore[assignment]
+    ClickExit = typer.Exit
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as exc:
+        from kimi_cli.frontends.headless.app import result_object
+        from kimi_cli.util.jsonsafe import dumps
+
+        exc.show()
+        sys.stdout.write(dumps(result_object("usage_error", 2, message=exc.format_message(), error="usage")) + "\n")
+        sys.exit(2)
+    except ClickExit as exc:
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,1 +1,0 @@
-"""Sub-commands that start without Typer: `kimi pack` and `kimi undo`."""

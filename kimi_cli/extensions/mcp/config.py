@@ -1,0 +1,178 @@
+"""The `mcpServers` JSON that Claude Code and kimi-cli use: ~/.kimi/mcp.json, .kimi/mcp.json, --mcp-config.
+
+`${VAR}` expands from the environment, so secrets stay out of files. A bad file names the file and the
+key, and exits 2. Later files override earlier ones server by server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kimi_cli.errors import ConfigError
+from kimi_cli.hostsafe.settings_read import read_settings_text
+from kimi_cli.util.paths import kimi_home
+
+if TYPE_CHECKING:
+    from kimi_cli.hostsafe.trust import FolderTrust
+
+VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class ServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    transport: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(default=None, alias="type")
+    enabled: bool = True
+    startup_timeout: float = Field(default=10.0, gt=0, le=300)
+    tool_timeout: float = Field(default=60.0, gt=0, le=3600)
+    enabled_tools: list[str] | None = None
+    disabled_tools: list[str] = Field(default_factory=list)
+    read_only: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("give either `command` (a stdio server) or `url` (an HTTP server)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        if self.command:
+            return "stdio"
+        if self.transport == "sse" or (self.transport is None and (self.url or "").rstrip("/").endswith("/sse")):
+            return "sse"
+        return "http"
+
+    def wants(self, tool: str) -> bool:
+        if tool in self.disabled_tools:
+            return False
+        return self.enabled_tools is None or tool in self.enabled_tools
+
+
+def expand(value: Any, environ: dict[str, str], where: str) -> Any:
+    """${VAR} in every string, from the environment; a variable that is not set is an error."""
+    if isinstance(value, str):
+
+        def sub(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in environ:
+                raise ConfigError(f"{where}: ${{{name}}} is not set in the environment")
+            return environ[name]
+
+        return VAR.sub(sub, value)
+    if isinstance(value, list):
+        return [expand(v, environ, where) for v in value]
+    if isinstance(value, dict):
+        return {k: expand(v, environ, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def config_paths(workspace: Path, extra: list[Path] | None = None, project: bool = True) -> list[Path]:
+    """The user's file, the folder's own (only when `project`), then --mcp-config files."""
+    own = [workspace / ".kimi" / "mcp.json"] if project else []
+    return [kimi_home() / "mcp.json", *own, *(extra or [])]
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(read_settings_text(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot read MCP configuration {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"invalid MCP configuration in {path}: not valid JSON ({exc})") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(f"invalid MCP configuration in {path}: expected an object with `mcpServers`")
+    return servers
+
+
+def load_servers(
+    workspace: Path,
+    extra: list[Path] | None = None,
+    environ: dict[str, str] | None = None,
+    trusted: bool | None = None,
+    folder: FolderTrust | None = None,
+) -> dict[str, ServerConfig]:
+    """Every configured server by name, later files winning; disabled ones included (for `kimi mcp list`)."""
+    return {name: cfg for name, (_source, cfg) in load_sources(workspace, extra, environ, trusted, folder).items()}
+
+
+def load_sources(
+    workspace: Path,
+    extra: list[Path] | None = None,
+    environ: dict[str, str] | None = None,
+    trusted: bool | None = None,
+    folder: FolderTrust | None = None,
+) -> dict[str, tuple[Path, ServerConfig]]:
+    """Every configured server by name, with the file it came from.
+
+    The folder's own .kimi/mcp.json counts only when the folder is trusted (kimi_cli.hostsafe.trust): its servers are
+    programs that would start on the host. It, and the `mcp_config` files the folder's config names, come
+    from the snapshot the trust decision was made on (`folder`, else trust.current), never from a second read."""
+    from kimi_cli.hostsafe import trust
+
+    env = dict(os.environ) if environ is None else environ
+    state = folder if folder is not None else trust.current(workspace)
+    project = state.project
+    if trusted is None:
+        trusted = state.applies
+    merged: dict[str, tuple[Path, Any]] = {}
+    layers: list[tuple[Path, dict[str, Any] | None, str | None]] = []
+    user = kimi_home() / "mcp.json"
+    if user.is_file():
+        layers.append((user, read_file(user), None))
+    if trusted and project.mcp_present:
+        layers.append((project.mcp_path, project.mcp_servers, project.mcp_error))
+    for path in extra or []:
+        known = project.mcp_file(path)
+        layers.append((path, known.servers, known.error) if known is not None else (path, read_file(path), None))
+    for path, found, error in layers:
+        if error is not None:
+            raise ConfigError(error)
+        for name, raw in (found or {}).items():
+            merged[name] = (path, raw)
+    servers: dict[str, tuple[Path, ServerConfig]] = {}
+    for name, (path, raw) in merged.items():
+        try:
+            servers[name] = (path, ServerConfig.model_validate(expand(raw, env, f"{path}: mcpServers.{name}")))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(server)'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ConfigError(f"invalid MCP configuration in {path}: mcpServers.{name}: {problems}") from None
+    return servers
+
+
+def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
+    """Add, replace (server) or remove (None) one server in a config file, keeping the others. The user's own
+    change to a folder's .kimi/mcp.json keeps a trusted folder trusted (kimi_cli.hostsafe.trust.note_own_change)."""
+    from kimi_cli.hostsafe import trust
+
+    folder = path.parent.parent
+    own_project = path.name == "mcp.json" and path.parent.name == ".kimi" and not trust.is_users_own(folder)
+    before = trust.current(folder) if own_project else None
+    data: dict[str, Any] = {"mcpServers": {}}
+    if path.is_file():
+        data = json.loads(read_settings_text(path))
+        data.setdefault("mcpServers", {})
+    if server is None:
+        data["mcpServers"].pop(name, None)
+    else:
+        data["mcpServers"][name] = server
+    from kimi_cli.util.paths import write_private
+
+    write_private(path, json.dumps(data, indent=2) + "\n")  # 0600: headers and env may hold tokens
+    if before is not None:
+        trust.note_own_change(folder, before, f"mcp:{name}", server)

@@ -1,0 +1,48 @@
+"""The ci-repair report: markdown fit for a pull-request comment."""
+
+from __future__ import annotations
+
+from kimi_cli.frontends.ci_repair.results import RepairResult, TestRun
+
+HEADLINES = {
+    "already-green": "The tests already pass: nothing to repair.",
+    "fixed": "The failing tests now pass.",
+    "not-fixed": "Not fixed within the budget: the branch keeps the best attempt, and the tests still fail.",
+}
+
+
+def _tests(run: TestRun | None) -> str:
+    if run is None:
+        return "not run"
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(run.counts.items())) or "no summary line"
+    state = "green" if run.green else ("timed out" if run.exit_code is None else f"red (exit {run.exit_code})")
+    return f"{state}: {counts}"
+
+
+def render_report(result: RepairResult, seconds: float) -> str:
+    lines = [f"## kimi ci-repair: {result.status}", "", HEADLINES.get(result.status, result.status), ""]
+    lines += [f"- Test command: `{result.command}`", f"- Tests before: {_tests(result.before)}"]
+    if result.status != "already-green":
+        lines += [f"- Tests after: {_tests(result.after)}", f"- Attempts: {result.attempts}"]
+        if result.branch:
+            lines.append(f"- Branch: `{result.branch}`" + (f", commit `{result.commit[:12]}`" if result.commit else ""))
+    if result.before.failing:
+        lines += ["", "### Failing before", *[f"- `{name}`" for name in result.before.failing[:30]]]
+    if result.summary:
+        lines += ["", "### Cause and change", "", result.summary.strip()]
+    if result.files:
+        lines += ["", "### Files changed", *[f"- `{path}`" for path in result.files]]
+    usage = result.usage
+    if usage:
+        detail = result.cost_detail
+        hits, misses = usage.get("cached_tokens", 0), usage.get("prompt_tokens", 0) - usage.get("cached_tokens", 0)
+        money = (
+            f"about ${result.cost:.4f} (misses ${detail.get('input_uncached_usd', 0):.4f}, hits "
+            f"${detail.get('input_cached_usd', 0):.4f}, output ${detail.get('output_usd', 0):.4f})"
+        )
+        lines += ["", "### Cost",
+                  f"{usage.get('prompt_tokens', 0):,} input tokens: {hits:,} prompt-cache hits and {misses:,} misses; "
+                  f"{usage.get('completion_tokens', 0):,} output tokens; {money}; "
+                  f"{seconds:.0f} s; session `{result.session_id}`.",
+                  f"Rates: {detail.get('rates_source', 'n/a')}."]  # fmt: skip
+    return "\n".join(lines) + "\n"

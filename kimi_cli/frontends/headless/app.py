@@ -1,0 +1,284 @@
+"""A headless run: one task through the agent, rendered as text, json or stream-json.
+
+Whatever happens, `--output-format json` ends with exactly one `result` object on stdout (an error before
+the session exists included) and stream-json with the same object; see kimi_cli/frontends/headless/headless.schema.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.agent.events import Finished
+from kimi_cli.agent.loop import Agent, RunOutcome
+from kimi_cli.agent.runtime import Runtime, SessionChoice
+from kimi_cli.approval.headless import HeadlessApprover
+from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
+from kimi_cli.frontends.headless.flow import HeadlessFlow
+from kimi_cli.frontends.headless.output import HeadlessRenderer, OutputFormat
+from kimi_cli.frontends.headless.output_schema import OutputSchema
+from kimi_cli.hostsafe.git.state import switch_to_work_branch
+from kimi_cli.media.attachments import build_user_message, check_attachments
+from kimi_cli.util.sanitize import visible
+from kimi_cli.util.signals import CancelOnSignal
+
+RESUME_PROMPT = "Continue the task from where you left off."
+ERROR_TYPES = {"done": None, "max_steps": "budget", "token_budget": "budget", "loop_detected": "loop_detected",
+               "cancelled": "cancelled", "provider_unavailable": "provider_unavailable", "error": "error",
+               "schema_mismatch": "schema_mismatch", "blocked": "blocked"}  # fmt: skip
+
+
+@dataclass
+class RunOptions:
+    """What the CLI hands to a headless run."""
+
+    prompt: str | None
+    workdir: Path
+    output_format: OutputFormat = "text"
+    images: list[str] = field(default_factory=list)
+    continue_latest: bool = False
+    resume_id: str | None = None
+    branch: str | None = None
+    config_flags: dict[str, Any] = field(default_factory=dict)
+    output_schema: str | None = None  # --output-schema FILE (kimi_cli.frontends.headless.output_schema)
+
+
+def error_type(exc: KimiError) -> str:
+    """The `error.type` of a result: what kind of thing went wrong, for scripts to branch on."""
+    if isinstance(exc, ProviderUnavailable):
+        return "provider_unavailable"
+    if isinstance(exc, ConfigError):
+        return "config"
+    if exc.exit_code == ExitCode.USAGE:
+        return "usage"
+    return type(exc).__name__.removesuffix("Error").lower() or "error"
+
+
+def result_object(
+    reason: str,
+    exit_code: int,
+    *,
+    message: str = "",
+    error: str | None = None,
+    session_id: str | None = None,
+    text: str = "",
+    steps: int = 0,
+    usage: dict[str, int] | None = None,
+    extra: dict[str, Any] | None = None,
+    started: float | None = None,
+) -> dict[str, Any]:
+    """The one shape every run ends with (kimi_cli/frontends/headless/headless.schema.json, `result`)."""
+    usage = usage or {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "total_tokens": 0}
+    wall = round(time.perf_counter() - started, 4) if started else 0.0
+    body: dict[str, Any] = {
+        "type": "result",
+        "reason": reason,
+        "is_error": exit_code != 0,
+        "exit_code": exit_code,
+        "error": {"type": error, "message": message} if error else None,
+        "message": message,
+        "session_id": session_id,
+        "text": text,
+        "steps": steps,
+        "usage": usage,
+        "cost": None,
+        "timing": {"wall_s": wall, "model_s": 0.0, "tools_s": 0.0},
+        "model": None,
+        "provider": None,
+        "effort": None,
+    }
+    body.update(extra or {})
+    return body
+
+
+def run_headless(opts: RunOptions) -> int:
+    from kimi_cli.frontends.quiet import quiet_child_watcher
+
+    quiet_child_watcher()
+    started = time.perf_counter()
+    renderer = HeadlessRenderer(opts.output_format)
+    prompt = (opts.prompt or "").strip()
+    runtime: Runtime | None = None
+    try:
+        if not prompt and not (opts.continue_latest or opts.resume_id):
+            raise KimiError("no task given: pass -p 'TASK' or pipe it on stdin", ExitCode.USAGE)
+        if opts.resume_id == "@pick":
+            raise KimiError("-r without an id picks a session in an interactive session; with -p give the id "
+                            "(or its start): kimi sessions lists them", ExitCode.USAGE)  # fmt: skip
+        check_attachments(prompt, opts.images, opts.workdir)  # a missing file is told before the pack is built
+        schema = OutputSchema.load(opts.output_schema) if opts.output_schema else None  # exit 2 before any work
+        choice = SessionChoice(
+            prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id, task=prompt
+        )
+        from kimi_cli.frontends.pack_progress import PackProgress
+
+        progress = PackProgress() if opts.output_format == "text" else None
+        runtime = Runtime.build(opts.workdir, opts.config_flags, choice, progress=progress)
+        if progress is not None:
+            progress.finish()
+        pack = runtime.context.last_pack
+        if pack is not None and opts.output_format == "text":
+            counts = ", ".join(f"{len(pack.by_mode(m))} {m}" for m in ("full", "outline", "listed"))
+            sys.stderr.write(
+                f"kimi: packed the repository ({counts}; {pack.tokens:,} tokens) "
+                f"in {time.perf_counter() - started:.1f}s\n"
+            )
+        if opts.output_format == "text" and runtime.sandbox.name != "bwrap":
+            sys.stderr.write(f"kimi: sandbox {runtime.sandbox.name}: {runtime.sandbox_reason}\n")
+        # Sized for the model in use (its long-edge bound and request cap, from the model table).
+        user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir, runtime.image_limits())
+        if opts.branch:
+            sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
+    except KimiError as exc:
+        sys.stderr.write(f"kimi: {visible(str(exc))}\n")
+        session_id = runtime.session.id if runtime is not None else None
+        if runtime is not None:
+            asyncio.run(runtime.aclose())
+            runtime.session.close("error")
+        code = int(exc.exit_code)
+        reason = "usage_error" if code == ExitCode.USAGE else "error"
+        renderer.result(result_object(reason, code, message=str(exc), error=error_type(exc), session_id=session_id,
+                                      started=started))  # fmt: skip
+        return code
+
+    approver = HeadlessApprover(runtime.config.yolo, runtime.config.approval.allow, runtime.config.approval.deny)
+    agent, provider = runtime.make_agent(renderer, approver, headless=True)
+    renderer.init(init_info(runtime, agent, opts))
+    run_started = time.perf_counter()
+    preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []
+    flow = HeadlessFlow(runtime, prompt, opts.images, schema)  # /name expansion, --output-schema
+    outcome = run_until_done(agent, user_message, runtime, preamble, flow.run)
+    outcome.message = provider.redact(outcome.message)
+    usage = agent.usage.as_dict()
+    agent.emit(
+        Finished(
+            reason=outcome.reason,
+            exit_code=int(outcome.exit_code),
+            text=outcome.text,
+            steps=outcome.steps,
+            usage=usage,
+            session_id=runtime.session.id,
+            message=outcome.message,
+        )
+    )
+    extra = {
+        "timing": {
+            "wall_s": round(time.perf_counter() - started, 4),
+            "run_s": round(time.perf_counter() - run_started, 4),
+            "model_s": round(provider.model_seconds, 4),
+            "tools_s": round(agent.tools_seconds, 4),
+        },
+        "model": runtime.endpoint.model,
+        "provider": runtime.endpoint.provider,
+        **cost_fields(runtime, usage, provider.first_usage),
+        **flow.result_fields(),
+    }
+    warnings = runtime.exit_warnings()
+    extra["warnings"] = warnings
+    # What the sandbox took out of repositories commands made (kimi_cli/sandbox/guard/command.py): CI reads it here.
+    removed = list(getattr(runtime.sandbox, "removed_settings", []))
+    extra["git_settings_removed"] = [r.to_dict() for r in removed]
+    if opts.output_format == "text":
+        for warning in warnings:
+            sys.stderr.write(f"kimi: warning: {visible(warning)}\n")
+        for item in removed:
+            sys.stderr.write(f"kimi: removed from a repository a command made: {visible(item.text())}\n")
+    error = ERROR_TYPES.get(outcome.reason, "error")
+    renderer.result(
+        result_object(outcome.reason, int(outcome.exit_code), message=outcome.message, error=error,
+                      session_id=runtime.session.id, text=outcome.text, steps=outcome.steps, usage=usage, extra=extra)
+    )  # fmt: skip
+    runtime.session.set_status(outcome.reason)
+    runtime.session.close()
+    return int(outcome.exit_code)
+
+
+def init_info(runtime: Runtime, agent: Agent, opts: RunOptions) -> dict[str, Any]:
+    """What stream-json's `init` event says: which session, model, tools and pack this run starts with."""
+    from kimi_cli import __version__
+
+    pack = runtime.context.last_pack
+    return {
+        "session_id": runtime.session.id,
+        "resumed": bool(opts.continue_latest or opts.resume_id),
+        "model": runtime.endpoint.model,
+        "provider": runtime.endpoint.provider,
+        "context_window": runtime.context_length,
+        "effort": provider_effort(runtime),
+        "cwd": str(runtime.workdir),
+        "sandbox": runtime.sandbox.name,
+        "tools": list(agent.registry.names),
+        "pack": None if pack is None else {
+            "tokens": pack.tokens,
+            "budget": pack.budget,
+            "files": {m: len(pack.by_mode(m)) for m in ("full", "outline", "listed")},  # type: ignore[arg-type]
+        },
+        "version": __version__,
+    }  # fmt: skip
+
+
+def cost_fields(runtime: Runtime, usage: dict[str, int], first: Any) -> dict[str, Any]:
+    """`cost` (cache hits and misses priced apart, from the model table), `tokens` (cached and uncached
+    input, output), and whether the first request hit the prompt cache."""
+    from kimi_cli.llm.costs import cost_of, rates_for
+
+    cost = cost_of(usage, rates_for(runtime.info(), runtime.config.pricing))
+    out: dict[str, Any] = {
+        "cost": {**cost.as_dict(), "priced": cost.rates.priced},
+        "tokens": {
+            "input_uncached": cost.uncached_tokens,
+            "input_cached": cost.cached_tokens,
+            "output": cost.output_tokens,
+        },
+        "effort": provider_effort(runtime),
+    }
+    if first is not None:
+        out["first_request"] = {"prompt_tokens": first.prompt_tokens, "cached_tokens": first.cached_tokens,
+                                "cache_hit": first.cached_tokens > 0}  # fmt: skip
+    return out
+
+
+def provider_effort(runtime: Runtime) -> str | None:
+    """The effort sent, or None where the model takes no reasoning control."""
+    return None if runtime.info().reasoning == "none" else runtime.effort
+
+
+def run_until_done(
+    agent: Agent,
+    user_message: dict[str, Any],
+    runtime: Runtime,
+    preamble: list[dict[str, Any]] | None = None,
+    flow: Callable[[Agent, dict[str, Any], list[dict[str, Any]]], Awaitable[RunOutcome]] | None = None,
+) -> RunOutcome:
+    """Run the loop; Ctrl-C and SIGTERM cancel it cleanly, errors become an outcome with a message."""
+
+    guard: list[CancelOnSignal] = []
+
+    async def main() -> RunOutcome:
+        task = asyncio.current_task()
+        assert task is not None
+        on_signal = CancelOnSignal(task)  # type: ignore[arg-type]
+        on_signal.install(asyncio.get_running_loop())
+        guard.append(on_signal)
+        try:
+            if flow is not None:  # what the run does around the loop (kimi_cli.frontends.headless.flow)
+                return await flow(agent, user_message, preamble or [])
+            return await agent.run(user_message, preamble)
+        finally:
+            await asyncio.shield(runtime.aclose())
+
+    try:
+        return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return RunOutcome("cancelled", ExitCode.CANCELLED, "", agent.steps, "cancelled; the session is saved")
+    except KimiError as exc:
+        reason = "provider_unavailable" if exc.exit_code == ExitCode.PROVIDER_UNAVAILABLE else "error"
+        return RunOutcome(reason, exc.exit_code, "", agent.steps, str(exc))
+    finally:
+        for on_signal in guard:
+            on_signal.disarm()

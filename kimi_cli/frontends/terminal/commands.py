@@ -1,0 +1,213 @@
+"""Built-in slash commands about the conversation: help, sessions, undo, cost, the last output, images.
+
+Each is registered as data (kimi_cli.frontends.terminal.registry): the `/` menu and /help read the registry,
+so features add their own commands the same way. Settings commands are in commands_env.py.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from kimi_cli.agent.runtime import SessionChoice
+from kimi_cli.cli.undo import target_text
+from kimi_cli.errors import KimiError
+from kimi_cli.frontends.terminal.host import SessionHost
+from kimi_cli.frontends.terminal.picker import session_line
+from kimi_cli.frontends.terminal.registry import EXIT, CommandRegistry, SlashCommand
+from kimi_cli.session.store import list_sessions
+from kimi_cli.session.undo.checkpointer import apply_undo, describe_points, plan_undo, undo_state
+from kimi_cli.session.undo.shadow import CheckpointError, ShadowRepo
+from kimi_cli.util.sanitize import visible, visible_text
+
+KEYS_HELP = (
+    "Enter sends · Esc+Enter or Alt+Enter: newline · Esc or Ctrl-C: interrupt the turn · "
+    "typing during a turn queues a message (↑ edits it) · Ctrl-O: the last tool output in full · "
+    "Ctrl-C twice or Ctrl-D: exit · @path completes files, @shot.png attaches · Shift+Tab: ask → auto → plan mode"
+)
+
+
+class SlashCommands:
+    """Dispatches `/name args` through the registry; registers the built-ins."""
+
+    def __init__(self, app: SessionHost) -> None:
+        from kimi_cli.frontends.terminal.commands_env import EnvCommands
+
+        self.app = app
+        self.console = app.console
+        self.registry = CommandRegistry()
+        add = self.registry.add
+        add(SlashCommand("help", "the commands and keys", self.cmd_help))
+        add(SlashCommand("exit", "leave (Ctrl-D or Ctrl-C twice work too)", self.cmd_exit, aliases=("quit",)))
+        add(SlashCommand("clear", "start a new session", self.cmd_clear))
+        add(SlashCommand("sessions", "this folder's sessions", self.cmd_sessions))
+        add(SlashCommand("resume", "switch to an earlier session (a picker without ID)", self.cmd_resume,
+                         "/resume [ID or its start]"))  # fmt: skip
+        add(SlashCommand("compact", "summarise the conversation now to free context", self.cmd_compact))
+        add(SlashCommand("undo", "put files back as they were before your last prompt", self.cmd_undo,
+                         "/undo [N | list]"))  # fmt: skip
+        add(SlashCommand("diff", "what this session changed in the workspace", self.cmd_diff))
+        add(SlashCommand("last", "the last tool call's whole output, in a pager (Ctrl-O)", self.cmd_last))
+        add(SlashCommand("cost", "tokens and cost so far", self.cmd_cost))
+        add(SlashCommand("image", "attach an image to your next message", self.cmd_image, "/image PATH"))
+        add(SlashCommand("reasoning", "show or hide the model's reasoning", self.cmd_reasoning))
+        EnvCommands(app).register(self.registry)
+
+    async def dispatch(self, line: str) -> str | None:
+        name, _, arg = line[1:].strip().partition(" ")
+        command = self.registry.get(name) if name else None
+        if command is None:
+            close = self.registry.suggest(name)
+            hint = f" Did you mean /{close}?" if close else ""
+            self.console.print(visible_text(f"unknown command /{name}.{hint} /help lists them.", "yellow"))
+            return None
+        return await command.handler(arg.strip())
+
+    async def cmd_help(self, arg: str) -> None:
+        table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+        table.add_column(no_wrap=True, style="bold")
+        table.add_column(overflow="fold")
+        for command in self.registry.listed():
+            usage = command.usage or f"/{command.name}"
+            source = "" if command.source == "built-in" else f" ({command.source})"
+            table.add_row(visible_text(usage, one_line=True), visible_text(command.description + source))
+        self.console.print(table)
+        self.console.print(Text(KEYS_HELP, style="dim"))
+
+    async def cmd_exit(self, arg: str) -> str:
+        return EXIT
+
+    async def cmd_clear(self, arg: str) -> None:
+        self.app.switch(SessionChoice())
+        self.console.print(f"new session {self.app.runtime.session.id}")
+
+    async def cmd_sessions(self, arg: str) -> None:
+        current = self.app.runtime.session.id
+        infos = list_sessions(self.app.runtime.workdir)[:20]
+        if not infos:
+            self.console.print("no sessions in this folder yet")
+        for number, info in enumerate(infos, start=1):
+            self.console.print(session_line(number, info, current, self.console.width))
+
+    async def cmd_resume(self, arg: str) -> None:
+        if not arg:
+            from kimi_cli.frontends.terminal.picker import pick_session_async
+
+            arg = await pick_session_async(self.app, exclude=self.app.runtime.session.id) or ""
+            if not arg:
+                return
+        try:
+            self.app.switch(SessionChoice(resume_id=arg))
+        except KimiError as exc:
+            self.console.print(visible_text(str(exc), "yellow"))
+            return
+        self.app.print_recap()
+
+    async def cmd_compact(self, arg: str) -> None:
+        if self.app.agent.context is None:
+            self.console.print("compaction needs the repository context")
+            return
+        try:
+            await self.app.agent.compact()
+        except KimiError as exc:
+            self.console.print(visible_text(f"compaction failed: {exc}", "red"))
+
+    async def cmd_undo(self, arg: str) -> None:
+        runtime = self.app.runtime
+        shadow = ShadowRepo(runtime.workdir)
+        if arg in ("list", "--list"):
+            state = undo_state(runtime.session.records())
+            lines = describe_points(shadow, state) if state.points else ["no undo points yet"]
+            self.console.print(visible_text("\n".join(lines)))
+            return
+        try:
+            plan = plan_undo(shadow, runtime.session, int(arg) if arg.isdigit() else None)
+        except CheckpointError as exc:
+            self.console.print(visible_text(str(exc), "yellow"))
+            return
+        for change in plan.changes:
+            verb = {"A": "restore", "D": "delete", "M": "rewrite"}.get(change.status, change.status)
+            self.console.print(visible_text(f"  {verb} {change.path}"))
+        if plan.user_edits:
+            names = ", ".join(c.path for c in plan.user_edits)
+            self.console.print(
+                visible_text(f"you changed {names} after the agent's last step; undo overwrites them", "yellow")
+            )
+            if await self.app.ask_line("overwrite them? y/N › ") not in ("y", "yes"):
+                self.console.print("undo cancelled")
+                return
+        apply_undo(shadow, runtime.session, plan)
+        self.app.reload_history()
+        self.console.print(
+            visible_text(
+                f"restored the files; the conversation now ends {target_text(plan.target.kind, plan.target.label)}"
+            )
+        )
+
+    async def cmd_diff(self, arg: str) -> None:
+        from rich.syntax import Syntax
+
+        runtime = self.app.runtime
+        records = runtime.session.records()
+        first = next((r["tree"] for r in records if r.get("kind") == "checkpoint"), None)
+        if first is None:
+            self.console.print("this session has not changed any files")
+            return
+        shadow = ShadowRepo(runtime.workdir)
+        patch = shadow.diff(first, shadow.snapshot())
+        self.console.print(Syntax(visible(patch), "diff", theme="ansi_dark") if patch else "no changes")
+
+    async def cmd_last(self, arg: str) -> None:
+        await self.app.show_last()
+
+    async def cmd_cost(self, arg: str) -> None:
+        from kimi_cli.llm.costs import cost_of, first_request_line, rates_for
+
+        st = self.app.status
+        rt = self.app.runtime
+        usage = {"prompt_tokens": st.prompt_tokens, "cached_tokens": st.cached_tokens,
+                 "completion_tokens": st.completion_tokens}  # fmt: skip
+        rates = rates_for(rt.info(), rt.config.pricing)
+        self.console.print(Text("this session: ") + Text(cost_of(usage, rates).summary()))
+        self.console.print(first_request_line(self.app.provider.first_usage))
+        if rates.priced:
+            per = f"${rates.input:g} miss / ${rates.cached_input:g} hit / ${rates.output:g} output per 1M tokens"
+            self.console.print(visible_text(f"rates: {per} ({rates.source})", "dim"))
+        else:
+            self.console.print(visible_text(f"no price: {rates.source}", "dim"))
+        self.console.print(
+            visible_text(
+                f"context window {rt.context_length:,} tokens, from {rt.context_source} · "
+                f"{rt.endpoint.provider} {rt.endpoint.base_url} · {rt.info().describe()}",
+                "dim",
+            )
+        )
+
+    async def cmd_image(self, arg: str) -> None:
+        if not arg:
+            self.console.print(
+                Text("usage: /image PATH: attaches an image to your next message (@shot.png in a message works too)")
+            )
+            return
+        from kimi_cli.media.attachments import named_by_user, read_attachment
+        from kimi_cli.media.pipeline import prepare
+
+        limits = self.app.runtime.image_limits()
+        try:  # read as it will be sent: inside the workspace no-follow, or your own file by absolute path
+            item = named_by_user(arg, self.app.runtime.workdir)
+            prepared = prepare(read_attachment(item, self.app.runtime.workdir), limits, arg)  # sized as sent
+        except KimiError as exc:
+            self.console.print(visible_text(str(exc).removeprefix("cannot attach image: "), "yellow"))
+            return
+        except ValueError as exc:
+            self.console.print(visible_text(str(exc), "yellow"))
+            return
+        self.app.pending_images.append(arg)
+        tokens = prepared.tokens(limits.patch)
+        self.console.print(
+            visible_text(f"attached {arg} ({prepared.note()}, ~{tokens:,} tokens); it goes with your next message")
+        )
+
+    async def cmd_reasoning(self, arg: str) -> None:
+        self.app.renderer.show_reasoning = not self.app.renderer.show_reasoning
+        self.console.print(f"reasoning {'shown' if self.app.renderer.show_reasoning else 'hidden'}")

@@ -1,0 +1,35 @@
+"""What slash commands may use of the running session: a Protocol, so commands never import the app."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from rich.console import Console
+
+from kimi_cli.agent.loop import Agent
+from kimi_cli.agent.runtime import Runtime, SessionChoice
+from kimi_cli.frontends.terminal.approvals import ApprovalRules
+from kimi_cli.frontends.terminal.render import TerminalRenderer
+from kimi_cli.frontends.terminal.status import SessionStatus
+from kimi_cli.llm.provider import ChatProvider
+
+
+class SessionHost(Protocol):
+    """The interactive session as the slash commands see it."""
+
+    console: Console
+    runtime: Runtime
+    agent: Agent
+    provider: ChatProvider
+    renderer: TerminalRenderer
+    status: SessionStatus
+    rules: ApprovalRules
+    pending_images: list[str]
+
+    def switch(self, choice: SessionChoice) -> None: ...
+    def reload_history(self) -> None: ...
+    def set_model(self, model: str) -> None: ...
+    def set_effort(self, effort: str) -> None: ...
+    def print_recap(self) -> None: ...
+    async def ask_line(self, question: str) -> str: ...
+    async def show_last(self) -> None: ...

@@ -1,0 +1,37 @@
+"""The one question an interactive session asks at start when the folder's .kimi/ wants more than defaults."""
+
+from __future__ import annotations
+
+import sys
+
+from kimi_cli.frontends.questions import by_danger, show
+from kimi_cli.hostsafe.trust import FolderTrust
+
+
+def ask_folder_trust(state: FolderTrust) -> bool:
+    """List exactly what the folder asks for, the most dangerous first, every line whole; yes trusts it
+    (remembered until those settings change)."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    body = Text()
+    body.append_text(show(str(state.folder), one_line=True, limit=10**6).rich())
+    body.append(" (its .kimi or .claude files) asks kimi to:\n")
+    for ask in by_danger(state.asks):
+        body.append("• ")
+        body.append_text(show(ask.description, one_line=True, limit=10**6).rich())
+        body.append("\n")
+    body.append(
+        "\nTrust this folder only if you trust whoever wrote these files (a cloned repository may ship them). "
+        "Without trust they are ignored; everything else works."
+    )
+    console.print(Panel(body, title="trust this folder?", border_style="yellow", expand=False))
+    try:
+        sys.stdout.write("Trust this folder? [y/N] › ")
+        sys.stdout.flush()
+        answer = sys.stdin.readline().strip().lower()
+    except (KeyboardInterrupt, EOFError):
+        return False
+    return answer in ("y", "yes")

@@ -1,0 +1,142 @@
+"""Attach images to the user's message: `--image PATH` and `@path.png` inside the prompt.
+
+An `@path.png` is text in the prompt, and a prompt may come from a project's custom command: it attaches
+only a file inside the workspace, resolved there (a link inside that stays inside is followed, a link out
+is refused) and read through the no-follow reader (kimi_cli.hostsafe.fs). An absolute path, `~` or a `..`
+that leads out is refused. `--image PATH` (and the terminal's `/image`, or a dropped path) is the user's own
+word: a path inside the workspace is read the same way, and one outside it, named by its absolute path,
+is the user's file, read as a regular file.
+
+Each one goes through the image pipeline (kimi_cli.media.pipeline): downscaled to the model's long-edge
+bound, upright, one frame, no metadata; a picture that cannot fit the request is refused here, before any
+request."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kimi_cli.errors import ConfigError
+from kimi_cli.llm.types import Message
+from kimi_cli.media.pipeline import ImageLimits
+
+IMAGE_REF = re.compile(r"(?<![\w@])@((?:[^\s@]|\\ )+\.(?:png|jpe?g|webp|gif))\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """One image to attach: inside the workspace (`rel`, read no-follow) or the user's own file (`path`)."""
+
+    shown: str  # as the user (or the command) wrote it
+    rel: str | None = None
+    path: Path | None = None
+
+
+def find_image_refs(prompt: str) -> list[str]:
+    """The `@path.png` references in a prompt, in order, without duplicates."""
+    seen: list[str] = []
+    for match in IMAGE_REF.finditer(prompt):
+        ref = match.group(1).replace("\\ ", " ")
+        if ref not in seen:
+            seen.append(ref)
+    return seen
+
+
+def _leads_out(rel: str) -> bool:
+    norm = posixpath.normpath(rel)
+    return norm == ".." or norm.startswith("../")
+
+
+def mentioned(ref: str) -> Attachment:
+    """An `@ref` of the prompt: a workspace path, or ConfigError."""
+    if ref.startswith(("/", "~")) or _leads_out(ref):
+        raise ConfigError(
+            f"cannot attach image: @{ref} is outside the workspace; @ attaches files inside it only "
+            "(attach a file of your own with --image /absolute/path)"
+        )
+    return Attachment(ref, rel=posixpath.normpath(ref))
+
+
+def named_by_user(item: str, cwd: Path) -> Attachment:
+    """An --image PATH (or /image PATH): inside the workspace, or the user's own file by absolute path."""
+    path = Path(item).expanduser()
+    if not path.is_absolute():
+        if _leads_out(item):
+            raise ConfigError(f"cannot attach image: {item} leads out of the workspace; name a file of your own "
+                              "by its absolute path")  # fmt: skip
+        return Attachment(item, rel=posixpath.normpath(item))
+    lexical = os.path.normpath(path)
+    for base in {str(cwd.resolve()), os.path.abspath(cwd)}:  # the workspace as resolved, and as reached
+        if lexical.startswith(base.rstrip("/") + "/"):
+            return Attachment(item, rel=lexical[len(base.rstrip("/")) + 1 :])
+    return Attachment(item, path=Path(lexical))
+
+
+def attachments(prompt: str, images: list[str], cwd: Path) -> list[Attachment]:
+    """--image paths, then @refs in the prompt, without duplicates; ConfigError for an @ref outside."""
+    found = [named_by_user(item, cwd) for item in images]
+    found += [mentioned(ref) for ref in find_image_refs(prompt) if ref not in images]
+    out: list[Attachment] = []
+    for item in found:
+        if all((item.rel, item.path) != (o.rel, o.path) for o in out):
+            out.append(item)
+    return out
+
+
+def read_attachment(item: Attachment, cwd: Path) -> bytes:
+    """The attachment's bytes (at most the pipeline's MAX_IMAGE_BYTES); ConfigError says why not."""
+    from kimi_cli.media.pipeline import MAX_IMAGE_BYTES
+
+    if item.path is not None:
+        from kimi_cli.hostsafe.settings_read import read_settings_bytes
+
+        try:  # one open, regular files only, never blocking
+            return read_settings_bytes(item.path, MAX_IMAGE_BYTES)
+        except FileNotFoundError:
+            raise ConfigError(f"cannot attach image: image not found: {item.shown}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot attach image: cannot read image {item.shown}: {exc.strerror}") from None
+    from kimi_cli.tools.base import ToolError
+    from kimi_cli.tools.media import read_workspace_image
+    from kimi_cli.tools.workspace import Workspace
+
+    assert item.rel is not None
+    try:
+        return read_workspace_image(Workspace(cwd), item.rel)
+    except ToolError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise ConfigError(f"cannot attach image: image not found: {item.shown}") from None
+        raise ConfigError(f"cannot attach image: {exc}") from None
+
+
+def check_attachments(prompt: str, images: list[str], cwd: Path) -> None:
+    """Before anything slow (packing): every attachment may be read and is a supported image. ConfigError
+    if not."""
+    from kimi_cli.media.pipeline import sniff
+
+    for item in attachments(prompt, images, cwd):
+        if sniff(read_attachment(item, cwd)[:16]) is None:
+            raise ConfigError(f"cannot attach image: unsupported image format: {item.shown} (PNG, JPEG, WebP "
+                              "and GIF are supported)")  # fmt: skip
+
+
+def build_user_message(prompt: str, images: list[str], cwd: Path, limits: ImageLimits | None = None) -> Message:
+    """A user message with the prompt and every image as a data-URL part, each sized for the model
+    (`limits`, from the model table); ConfigError if one is bad or cannot fit the request."""
+    from kimi_cli.tools.media import image_bytes_url
+
+    found = attachments(prompt, images, cwd)
+    if not found:
+        return {"role": "user", "content": prompt}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+    for item in found:
+        try:
+            url = image_bytes_url(read_attachment(item, cwd), item.shown, limits)
+        except ValueError as exc:
+            raise ConfigError(f"cannot attach image: {exc}") from None
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return {"role": "user", "content": parts}

@@ -1,0 +1,120 @@
+"""The Landlock plan for a sandbox policy: which paths get which rights. Pure, so it can be asserted exactly.
+
+Landlock only grants; nothing can be denied beneath a grant. So a hidden path (~/.ssh) is kept unreadable
+by never granting anything above it: a folder that holds a hidden path is split into its children, and
+every child but the hidden one gets the grant. The workspace gets every right, its private tmp too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kimi_cli.sandbox.hidden import not_yet
+from kimi_cli.sandbox.policy import SandboxPolicy
+
+# Filesystem access rights (linux/landlock.h), and the ABI that introduced each.
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the rights a rule on a file may carry
+
+
+def fs_rights_for_abi(abi: int) -> int:
+    rights = (1 << 13) - 1  # ABI 1: EXECUTE .. MAKE_SYM
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+READ = EXECUTE | READ_FILE | READ_DIR
+# /dev is listed, never granted whole: its ttys (the user's keystrokes, escape sequences), /dev/shm and the
+# hardware stay out of reach. These devices are what builds open; a pty is not offered.
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+@dataclass(frozen=True)
+class Grant:
+    path: str
+    access: int
+
+
+@dataclass(frozen=True)
+class LandlockPlan:
+    handled_fs: int
+    handled_net: int  # 0 when the network is allowed
+    scoped: int  # ABI 6: abstract unix sockets and signals stay inside the sandbox
+    grants: tuple[Grant, ...]
+
+
+def _children(path: str) -> list[str]:
+    try:
+        return sorted(os.path.join(path, name) for name in os.listdir(path))
+    except OSError:
+        return []
+
+
+def split_around(root: str, hidden: Iterable[str], list_dir: Callable[[str], list[str]] = _children) -> list[str]:
+    """The paths that cover everything under `root` except the hidden ones (and nothing above them)."""
+    hidden = [os.path.normpath(h) for h in hidden]
+    root = os.path.normpath(root)
+    if any(h == root for h in hidden):
+        return []
+    inside = [h for h in hidden if h.startswith(root.rstrip("/") + "/")]
+    if not inside:
+        return [root]
+    out: list[str] = []
+    for child in list_dir(root):
+        out += split_around(child, inside, list_dir)
+    return out
+
+
+def landlock_plan(
+    policy: SandboxPolicy,
+    abi: int,
+    list_dir: Callable[[str], list[str]] = _children,
+    is_dir: Callable[[str], bool] = os.path.isdir,
+    is_link: Callable[[str], bool] = os.path.islink,
+) -> LandlockPlan:
+    """Read and execute everywhere but the hidden paths; every right in the workspace and its private tmp.
+
+    A symlink is never granted: a rule on it would cover its target, which may hold a hidden path
+    (pytest's `pytest-current`, a dotfiles link). What it points to is readable when the target is.
+    """
+    handled = fs_rights_for_abi(abi)
+    hidden = [str(h.path) for h in policy.hidden]
+    # Where a home credential would appear later (~/.config/gh): split for reading, never granted whole.
+    # Not for the writable roots: a workspace that is ~ must still take new files at its top.
+    later = not_yet(policy.hidden_patterns, policy.home_roots)
+    writable = [str(policy.workspace), str(policy.private_tmp)]
+    grants: dict[str, int] = {}
+
+    def grant(path: str, access: int) -> None:
+        if is_link(path):
+            return
+        access &= handled
+        if not is_dir(path):
+            access &= FILE_RIGHTS
+        if access:
+            grants[path] = grants.get(path, 0) | access
+
+    for path in split_around("/", [*hidden, *later, "/dev"], list_dir):
+        grant(path, READ)
+    grant("/dev", READ_DIR)
+    for path in DEVICES:
+        grant(path, READ_FILE | WRITE_FILE | IOCTL_DEV)
+    for root in writable:  # hidden paths inside the workspace stay hidden there too
+        for path in split_around(root, hidden, list_dir):
+            grant(path, handled)
+    handled_net = (NET_BIND_TCP | NET_CONNECT_TCP) if (not policy.network and abi >= 4) else 0
+    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0
+    return LandlockPlan(handled, handled_net, scoped, tuple(Grant(p, a) for p, a in sorted(grants.items())))

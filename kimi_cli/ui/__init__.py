@@ -1,1 +1,0 @@
-"""Renderers of agent events: headless (text/json/stream-json) and, later, interactive."""

@@ -160,7 +160,7 @@ def make_rig(
         sandbox = LandlockSandbox(policy, 30_000)
     else:
         ok, why = docker_ready()
-        from conftest import require
+        from support import require
 
         require("docker", ok, f"the docker backend is not tested: {why}")
         from docker_image import IMAGE
@@ -197,7 +197,7 @@ def net_rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rig]:
 def need_probe(rig: Rig) -> str:
     """The helper's path in the workspace, or a skip (no C compiler here)."""
     if not (rig.ws / "probe").exists():
-        from conftest import require
+        from support import require
 
         require("cc", False, "a C compiler builds the red-team helper (tests/redteam_helper.c)")
     return "./probe"
@@ -264,3 +264,24 @@ class UnixServer:
         self._stop.set()
         self._thread.join(2)
         self.sock.close()
+
+
+def sandbox_flags(backend: str, home: Path) -> list[str]:
+    """`kimi`'s flags for `backend`; for docker, the test image in the test HOME's config (or fail/skip
+    when docker is not usable here)."""
+    if backend == "docker":
+        from support import require
+
+        ok, why = docker_ready()
+        require("docker", ok, f"the docker backend is not tested: {why}")
+        from docker_image import IMAGE
+
+        with (home / ".kimi" / "config.toml").open("a") as fh:
+            fh.write(f'\n[sandbox]\ndocker_image = "{IMAGE}"\n')
+    return ["--sandbox", backend]
+
+
+def kimi_containers(pid: int) -> list[str]:
+    """The Docker containers (any state) that the kimi process `pid` started."""
+    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=kimi.pid={pid}"], capture_output=True, text=True)
+    return out.stdout.split()

@@ -20,7 +20,7 @@ import pexpect
 import pyte
 import pytest
 
-from conftest import TEST_KEY, kimi_executable
+from support import TEST_KEY, kimi_executable
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHMc]|[\x08\r]")
 ROWS = 40
@@ -206,3 +206,21 @@ class Terminal:
 def _steady(screen: str) -> str:
     """The screen without what changes by itself (spinner frames, elapsed seconds)."""
     return re.sub(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] [^·]*\d+:\d\d", "", screen)
+
+
+PROMPT = "❯"  # kimi's input prompt: the screen is ready for the next line
+
+
+def spawn(repo: Path, env: dict, server: Any, *args: str, cols: int = 120, **kw: object) -> Terminal:
+    """`kimi ARGS` in a terminal of `cols` columns, once its prompt shows (`server`: a ScriptedModelServer or None)."""
+    term = Terminal.start(repo, env, server, *args, cols=cols, **kw)  # type: ignore[arg-type]
+    term.wait_for(PROMPT)
+    return term
+
+
+def finish(term: Terminal) -> int:
+    """/exit, then the exit status; the terminal is closed either way."""
+    try:
+        return term.exit()
+    finally:
+        term.close()

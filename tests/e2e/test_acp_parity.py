@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import acp
-from test_acp import EditorClient, RecordingClient, run
 
-from conftest import tool_call, tool_results, wait_until
+from acp_support import EditorClient, RecordingClient, run
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, tool_call, tool_results, wait_until
 
 SERVER = str(TESTS_DIR.joinpath("mcp_hostile_server.py"))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call, tool_results
 
 
 def test_bad_json_unknown_tool_and_missing_arg_go_back_to_the_model(

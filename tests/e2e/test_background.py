@@ -8,8 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import TEST_KEY, free_port, kimi_executable, processes_with, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, free_port, kimi_executable, processes_with, run_kimi, tool_call, tool_results
 
 FETCH = "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/').status)\""
 

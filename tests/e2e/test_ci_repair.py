@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, git, run_kimi, tool_call
 
 CORPORA = TESTS_DIR / ".corpora"
 BUG = ('int2byte = struct.Struct(">B").pack', 'int2byte = struct.Struct(">H").pack')

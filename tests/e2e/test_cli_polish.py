@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import TEST_KEY, run_kimi
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, run_kimi
 
 
 def test_help_uses_conventional_metavars(repo: Path, env: dict) -> None:

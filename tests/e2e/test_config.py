@@ -9,7 +9,7 @@ import pytest
 from kimi_cli.config import load_config, resolve_endpoint
 from kimi_cli.errors import ConfigError
 
-from conftest import run_kimi
+from support import run_kimi
 
 
 def test_layers_apply_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

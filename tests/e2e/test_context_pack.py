@@ -14,7 +14,7 @@ from kimi_cli.context.packer import RepoPacker
 from kimi_cli.context.tags import extract_definitions
 from kimi_cli.context.tokens import TokenCounter
 
-from conftest import git, run_kimi
+from support import git, run_kimi
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call
 
 TASK = "Fix add() in calc.py so that it adds."
 

@@ -15,8 +15,8 @@ import pytest
 from kimi_cli.extensions.custom_commands.expand import allow_rules, expand
 from kimi_cli.extensions.custom_commands.loader import load_commands, parse
 
-from conftest import run_kimi, trust_folder
 from scripted_server import ScriptedModelServer
+from support import run_kimi, trust_folder
 
 REVIEW = """---
 description: Review the staged changes

@@ -16,9 +16,8 @@ from kimi_cli.tools.base import NOTHING, Tool, ToolContext, ToolResult
 from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.workspace import Workspace
 
-from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, run_kimi, tool_call, tool_results
 
 FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 

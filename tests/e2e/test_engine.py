@@ -17,9 +17,8 @@ from kimi_cli.engine.vllm_args import ServeOptions, vllm_argv
 from kimi_cli.engine.weights import validate_weights
 from kimi_cli.errors import ConfigError
 
-from conftest import free_port, run_kimi, wait_until
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, free_port, run_kimi, wait_until
 
 
 def alive(pid: int) -> bool:
@@ -145,7 +144,7 @@ def serve(weights: Path, env: dict, mode: str, port: int, timeout: float = 20, *
 
 
 def kimi_cmd() -> list[str]:
-    from conftest import kimi_executable
+    from support import kimi_executable
 
     return kimi_executable()
 

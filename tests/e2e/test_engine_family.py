@@ -12,7 +12,7 @@ from kimi_cli.engine.family import detect_family
 from kimi_cli.engine.spec import spec_from_config
 from kimi_cli.engine.vllm_args import ServeOptions, vllm_argv
 
-from conftest import require, run_kimi
+from support import require, run_kimi
 
 
 def require_vllm() -> None:

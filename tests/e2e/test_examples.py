@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import TEST_KEY, git, require, tool_call
 from scripted_server import ScriptedModelServer
-from support import ROOT_DIR, TESTS_DIR
+from support import ROOT_DIR, TEST_KEY, TESTS_DIR, git, require, tool_call
 
 EXAMPLES = ROOT_DIR / "examples"
 PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"

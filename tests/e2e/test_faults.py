@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call
 
 TRANSPORTS = pytest.mark.parametrize("transport", ["httpx", "openai"])
 WRITE = tool_call("WriteFile", {"path": "log.txt", "content": "x\n", "mode": "append"}, "WriteFile:0")

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import acp
-from test_acp import RecordingClient, run
 
-from conftest import tool_call, tool_results
+from acp_support import RecordingClient, run
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, tool_call, tool_results
 
 
 class PlanClient(RecordingClient):
@@ -123,7 +122,7 @@ def test_hooks_skills_and_init_through_acp(repo: Path, home: Path, env: dict, se
 def test_session_fork_through_acp_keeps_history_and_leaves_the_original_alone(
     repo: Path, home: Path, env: dict, server: ScriptedModelServer
 ) -> None:
-    from test_features_headless import session_log
+    from support import session_log
 
     server.add({"tool_calls": [tool_call("WriteFile", {"path": "one.txt", "content": "1\n"}, "w1")]}, {"text": "one"},
                {"text": "two in the fork"}, {"text": "two in the original"})  # fmt: skip

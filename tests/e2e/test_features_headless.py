@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kimi_cli.util.paths import sessions_dir
 
-from conftest import result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call, tool_results
 
 
 def session_log(home: Path, repo: Path, session_id: str) -> bytes:

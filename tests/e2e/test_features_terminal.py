@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 from terminal import Terminal
 
-from conftest import tool_call, tool_results, wait_until
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, tool_call, tool_results, wait_until
 
 PROMPT = "❯"
 SHIFT_TAB = "\x1b[Z"

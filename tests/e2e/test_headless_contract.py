@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import free_port, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import free_port, run_kimi, tool_call
 
 SCHEMA = json.loads(resources.files("kimi_cli.frontends.headless").joinpath("headless.schema.json").read_text())
 

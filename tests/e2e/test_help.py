@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kimi
+from support import run_kimi
 
 COMMANDS = [[], ["pack"], ["undo"], ["prompt"], ["login"], ["sessions"], ["trust"], ["ci-repair"], ["acp"],
             ["engine"], ["engine", "plan"], ["mcp"], ["mcp", "add"]]  # fmt: skip

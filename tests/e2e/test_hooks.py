@@ -11,9 +11,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from conftest import processes_with, run_kimi, tool_call, tool_results, trust_folder, wait_until
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, processes_with, run_kimi, tool_call, tool_results, trust_folder, wait_until
 
 FIXTURES = TESTS_DIR / "fixtures" / "hooks"
 PY = sys.executable

@@ -27,8 +27,8 @@ from kimi_cli.media.pipeline import (
     url_dimensions,
 )
 
-from conftest import run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call
 
 
 def screenshot(width: int, height: int, seed: int = 1) -> Image.Image:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from kimi_cli.media.attachments import find_image_refs
 
-from conftest import run_kimi
 from scripted_server import ScriptedModelServer
+from support import run_kimi
 
 
 def test_at_references_are_found_without_emails() -> None:

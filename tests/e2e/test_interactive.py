@@ -8,27 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
-from terminal import Terminal
+from terminal import Terminal, spawn
 
-from conftest import tool_call, tool_results, wait_until
 from scripted_server import ScriptedModelServer
+from support import tool_call, tool_results, wait_until
 
-PROMPT = "❯"
 ESC, CTRL_C = "\x1b", "\x03"
-
-
-def spawn(repo: Path, env: dict, server: ScriptedModelServer | None, *args: str, cols: int = 120, **kw: object):
-    term = Terminal.start(repo, env, server, *args, cols=cols, **kw)  # type: ignore[arg-type]
-    term.wait_for(PROMPT)
-    return term
-
-
-def finish(term: Terminal) -> int:
-    """/exit, then the exit status (what other tests of the terminal import)."""
-    try:
-        return term.exit()
-    finally:
-        term.close()
 
 
 @pytest.fixture(autouse=True)

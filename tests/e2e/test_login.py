@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from test_interop_llama import llama_server  # noqa: F401  (its module-scoped llama-server fixture)
 
-from conftest import TEST_KEY, free_port, kimi_executable, run_kimi
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, free_port, kimi_executable, run_kimi
 
 
 def login(repo: Path, env: dict, *args: str) -> pexpect.spawn:
@@ -93,7 +92,7 @@ def test_moonshot_needs_a_key_and_the_no_key_error_names_login(repo: Path, env: 
 
 
 @pytest.mark.interop
-def test_login_against_llama_server(repo: Path, env: dict, home: Path, llama_server: str) -> None:  # noqa: F811
+def test_login_against_llama_server(repo: Path, env: dict, home: Path, llama_server: str) -> None:
     child = login(repo, env, "--provider", "openai")
     child.expect("base URL")
     child.sendline(llama_server)

@@ -6,8 +6,8 @@ import json
 import threading
 from pathlib import Path
 
-from conftest import result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call, tool_results
 
 
 def events(proc) -> list[dict]:

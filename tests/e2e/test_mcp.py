@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
+from scripted_server import ScriptedModelServer
+from support import (
+    ROOT_DIR,
+    TESTS_DIR,
     free_port,
     processes_with,
     require,
@@ -23,8 +26,6 @@ from conftest import (
     trust_folder,
     wait_until,
 )
-from scripted_server import ScriptedModelServer
-from support import ROOT_DIR, TESTS_DIR
 
 ROOT = ROOT_DIR
 BIN = ROOT / ".ci" / "node" / "node_modules" / ".bin"
@@ -213,7 +214,7 @@ def test_a_server_that_writes_garbage_is_dropped_and_mcp_children_die_with_kimi(
 ) -> None:
     import signal
 
-    from conftest import TEST_KEY, kimi_executable
+    from support import TEST_KEY, kimi_executable
 
     garbage = repo / "garbage.sh"
     garbage.write_text("#!/bin/sh\nwhile :; do echo 'this is not json-rpc'; sleep 0.05; done\n")

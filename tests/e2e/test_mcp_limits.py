@@ -11,9 +11,8 @@ from pathlib import Path
 from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.manager import McpManager
 
-from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TESTS_DIR, run_kimi, tool_call, tool_results
 
 SERVER = str(TESTS_DIR.joinpath("mcp_hostile_server.py"))
 

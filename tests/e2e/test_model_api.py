@@ -13,8 +13,8 @@ import pytest
 from kimi_cli.llm.costs import cost_of, rates_for
 from kimi_cli.llm.models import lookup, reasoning_fields, resolve_effort
 
-from conftest import git, result_json, run_kimi
 from scripted_server import ScriptedModelServer
+from support import git, result_json, run_kimi
 
 TRANSPORTS = pytest.mark.parametrize("transport", ["httpx", "openai"])
 
@@ -143,7 +143,7 @@ def test_a_400_naming_the_field_drops_it_for_the_session_and_says_so_once(
     repo: Path, env: dict, server: ScriptedModelServer, transport: str
 ) -> None:
     reject = {"error": 400, "body": {"error": {"message": "Unrecognized request argument supplied: reasoning_effort"}}}
-    from conftest import tool_call
+    from support import tool_call
 
     call = tool_call("ReadFile", {"path": "calc.py"}, "r1")
     server.add(reject, {"tool_calls": [call]}, {"text": "done"})
@@ -224,7 +224,8 @@ def test_acp_offers_effort_as_a_config_option_and_applies_it(
     repo: Path, env: dict, server: ScriptedModelServer
 ) -> None:
     import acp
-    from test_acp import RecordingClient, run
+
+    from acp_support import RecordingClient, run
 
     server.add({"text": "one"}, {"text": "two"})
 
@@ -247,7 +248,7 @@ def test_acp_offers_effort_as_a_config_option_and_applies_it(
 
 
 def test_effort_model_and_cost_commands_in_the_terminal(repo: Path, env: dict, server: ScriptedModelServer) -> None:
-    from test_interactive import PROMPT, finish, spawn
+    from terminal import PROMPT, finish, spawn
 
     server.add(
         {"text": "first", "usage": {"prompt_tokens": 10_000, "completion_tokens": 100, "cached_tokens": 9_000}},

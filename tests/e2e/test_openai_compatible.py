@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kimi
 from scripted_server import ScriptedModelServer
+from support import run_kimi
 
 
 def bare_env(env: dict, server: ScriptedModelServer) -> dict:

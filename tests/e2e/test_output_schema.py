@@ -8,9 +8,8 @@ from pathlib import Path
 
 import jsonschema
 
-from conftest import run_kimi
 from scripted_server import ScriptedModelServer
-from support import ROOT_DIR
+from support import ROOT_DIR, run_kimi
 
 SCHEMA = {
     "type": "object",

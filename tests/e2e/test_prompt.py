@@ -22,8 +22,8 @@ from kimi_cli.context.agents_md import NESTED_NOTE, NestedInstructions, load_age
 from kimi_cli.context.session_context import SESSION_PACK_INTRO, TASK_PACK_INTRO
 from kimi_cli.instructions.prompt import SECTIONS, VARIANT_ENV, Environment, session_environment, system_prompt
 
-from conftest import git, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import git, run_kimi, tool_call
 
 DAY = datetime.date(2026, 12, 1)
 TASK = "fix add() in calc.py"

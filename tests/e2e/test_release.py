@@ -18,9 +18,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import TEST_KEY, git, tool_call
 from scripted_server import ScriptedModelServer
-from support import ROOT_DIR
+from support import ROOT_DIR, TEST_KEY, git, tool_call
 
 ROOT = ROOT_DIR
 MAPPED = {"tools": "kimi_cli/tools", "engine": "kimi_cli/engine", "kimi_cli": "kimi_cli"}

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 from kimi_cli.tools.schema import MAX_DEPTH, convert_parameters, function_schema
 
-from conftest import require, result_json, run_kimi, tool_call, tool_results, trust_folder
 from scripted_server import ScriptedModelServer
-from support import ROOT_DIR, TESTS_DIR
+from support import ROOT_DIR, TESTS_DIR, require, result_json, run_kimi, tool_call, tool_results, trust_folder
 
 ROOT = ROOT_DIR
 NODE_BIN = ROOT / ".ci" / "node" / "node_modules" / ".bin"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from terminal import Terminal
 
-from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call
 
 USAGE = {"prompt_tokens": 100_000, "completion_tokens": 1_000, "cached_tokens": 50_000}
 K31 = {"KIMI_MODEL": "kimi-k3.1-pro"}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kimi_cli.session.history import INTERRUPTED, repair_history
 
-from conftest import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call, wait_until
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable, result_json, run_kimi, tool_call, wait_until
 
 
 def _session_logs(home: Path) -> list[Path]:

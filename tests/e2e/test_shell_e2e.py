@@ -8,30 +8,18 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import docker_ready
+from sandbox_fixtures import sandbox_flags
 
-from conftest import (
+from scripted_server import ScriptedModelServer
+from support import (
     TEST_KEY,
     kimi_executable,
-    require,
     result_json,
     run_for_peak_rss,
     run_kimi,
     tool_call,
     wait_until,
 )
-from scripted_server import ScriptedModelServer
-
-
-def sandbox_flags(backend: str, home: Path) -> list[str]:
-    if backend == "docker":
-        ok, why = docker_ready()
-        require("docker", ok, f"the docker backend is not tested: {why}")
-        from docker_image import IMAGE
-
-        with (home / ".kimi" / "config.toml").open("a") as fh:
-            fh.write(f'\n[sandbox]\ndocker_image = "{IMAGE}"\n')
-    return ["--sandbox", backend]
 
 
 def shell(command: str, call_id: str, timeout: int | None = None) -> dict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call, tool_results
 
 PDF = """---
 name: pdf-tables

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from terminal import Terminal
 
-from conftest import tool_call
 from scripted_server import ScriptedModelServer
+from support import tool_call
 
 REPR = re.compile(r"\{'|\[\{|\bNone\b|Traceback|Unknown child process|returncode 255")
 

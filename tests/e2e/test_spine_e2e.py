@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import TEST_KEY, result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, result_json, run_kimi, tool_call
 
 
 def fix_script() -> list[dict]:

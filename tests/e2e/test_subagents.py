@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from conftest import git, processes_with, result_json, run_kimi, tool_call, wait_until
 from scripted_server import ScriptedModelServer
+from support import git, processes_with, result_json, run_kimi, tool_call, wait_until
 
 
 def setup_dirs(repo: Path) -> None:
@@ -109,7 +109,7 @@ def test_sigterm_stops_running_subagents_and_their_commands(repo: Path, env: dic
     import signal
     import subprocess
 
-    from conftest import TEST_KEY, kimi_executable
+    from support import TEST_KEY, kimi_executable
 
     server.add(
         {"match": "long job", "tool_calls": [tool_call("Agent", {"task": "wait a while", "kind": "coder"}, "a")]},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call
 
 BLOB = bytes(range(256)) * 4
 
@@ -98,7 +98,7 @@ def test_checkpoints_never_touch_the_users_git(repo: Path, env: dict, server: Sc
 
 
 def test_branch_flag_switches_before_the_first_edit(repo: Path, env: dict, server: ScriptedModelServer) -> None:
-    from conftest import git
+    from support import git
 
     server.add(*five_edit_steps()[:1], {"text": "done"})
     proc = run_kimi(["-p", "edit", "--branch", "kimi/fix-1", "--output-format", "json"], repo, env, server)

@@ -15,8 +15,8 @@ from typing import ClassVar
 
 import pytest
 
-from conftest import run_kimi, tool_call, tool_results, trust_folder, wait_until
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call, tool_results, trust_folder, wait_until
 
 PAGE = b"""<!doctype html><html><head><title>Widget docs</title></head><body>
 <nav>Home | Pricing | Login</nav><main><h1>Install</h1><p>Run the installer, then:</p>

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_host_git import marker_script, ran
 
 from kimi_cli.hostsafe.git import host as host_git
 from kimi_cli.session.store import Session
 from kimi_cli.session.undo.checkpointer import SessionCheckpointer, plan_undo, undo_state
 from kimi_cli.session.undo.shadow import ShadowRepo
+
+from support import marker_script, ran
 
 CRLF = b"line one\r\nline two\r\n"
 

@@ -12,7 +12,7 @@ from kimi_cli.agent.toolset import default_tools
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.workspace import Workspace
 
-from conftest import git
+from support import git
 
 
 def call(root: Path, name: str, args: dict) -> tuple[str, bool]:

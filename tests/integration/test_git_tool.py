@@ -14,7 +14,7 @@ from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.workspace import Workspace
 
-from conftest import git
+from support import git
 
 IDENTITY = GitIdentity(name="Kimi Agent", email="kimi@example.com")
 

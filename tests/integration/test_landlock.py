@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import struct
 from pathlib import Path
 
 from kimi_cli.kernel.restrict import seccomp_program
@@ -26,8 +25,9 @@ from kimi_cli.sandbox.backends.landlock.rules import (
 )
 from kimi_cli.sandbox.policy import HiddenPath, SandboxPolicy
 
-from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from seccomp_bpf import ALLOW, EACCES, ENOSYS, EPERM, NOTIFY, X86, decide
+from support import result_json, run_kimi, tool_call
 
 TREE = {
     "/": ["/bin", "/dev", "/etc", "/home", "/tmp", "/usr"],
@@ -94,32 +94,6 @@ def test_the_plan_handles_tcp_and_scopes_by_abi_and_network() -> None:
 
 def test_split_around_a_hidden_root_grants_nothing() -> None:
     assert split_around("/home/ann/.ssh", ["/home/ann/.ssh"], lambda p: []) == []
-
-
-def decide(program: bytes, arch: int, nr: int, *args: int) -> int:
-    """Run the seccomp BPF program on one syscall, as the kernel would (the few opcodes it uses)."""
-    data = struct.pack("=iIQ6Q", nr, arch, 0, *(list(args) + [0] * 6)[:6])
-    insns = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
-    pc, acc = 0, 0
-    while True:
-        code, jt, jf, k = insns[pc]
-        if code == 0x20:
-            acc = struct.unpack_from("=I", data, k)[0]
-        elif code == 0x15:
-            pc += jt if acc == k else jf
-        elif code == 0x35:
-            pc += jt if acc >= k else jf
-        elif code == 0x45:
-            pc += jt if acc & k else jf
-        elif code == 0x54:
-            acc &= k
-        elif code == 0x06:
-            return k
-        pc += 1
-
-
-X86 = 0xC000003E
-ALLOW, EPERM, EACCES, ENOSYS, NOTIFY = 0x7FFF0000, 0x00050001, 0x0005000D, 0x00050026, 0x7FC00000
 
 
 def test_the_seccomp_filter_refuses_inet_sockets_and_session_escapes() -> None:

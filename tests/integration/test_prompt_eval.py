@@ -9,11 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_interop_llama import llama_server  # noqa: F401  (the module-scoped llama-server fixture)
 
-from conftest import TEST_KEY
 from scripted_server import ScriptedModelServer
-from support import ROOT_DIR
+from support import ROOT_DIR, TEST_KEY
 
 ROOT = ROOT_DIR
 sys.path.insert(0, str(ROOT / "bench"))
@@ -77,7 +75,7 @@ def test_a_prompt_variant_replaces_the_instructions_the_endpoint_receives(tmp_pa
 
 
 @pytest.mark.interop
-def test_the_prompt_lab_runs_against_llama_server(tmp_path: Path, llama_server: str) -> None:  # noqa: F811
+def test_the_prompt_lab_runs_against_llama_server(tmp_path: Path, llama_server: str) -> None:
     out = tmp_path / "eval.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "prompt_eval.py"), "--base-url", llama_server, "--model", "smollm2",

@@ -14,7 +14,7 @@ from kimi_cli.context.packer import RepoPacker
 from kimi_cli.context.rank import co_changed, history, kind_weight, recent_files
 from kimi_cli.context.relevance import lexical_scores, query_terms
 
-from conftest import git
+from support import git
 
 
 def commit(root: Path, message: str, when: int) -> None:

@@ -7,12 +7,9 @@ caches inside its own temporary folder.
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.append(str(Path(__file__).parent))  # after tests/: `from conftest import` must find tests/conftest.py
 
 HERE = Path(__file__).parent
 

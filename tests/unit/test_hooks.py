@@ -20,8 +20,9 @@ from kimi_cli.tools.todo import SetTodoList
 from kimi_cli.tools.write_file import WriteFile
 
 from fakes import FakeProvider, MemoryRecorder, agent_for, calls, text, user
+from support import TESTS_DIR
 
-RECORD = Path(__file__).resolve().parent.parent / "fixtures" / "hooks" / "record.py"
+RECORD = TESTS_DIR / "fixtures" / "hooks" / "record.py"
 
 
 def hook(event: str, args: str, matcher: str | None = None, timeout: float = 20, on_failure: str = "continue") -> Hook:

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 from swapper import start_swapper, stop_swapper
-from test_acp import node_script
 
-from conftest import TEST_KEY, kimi_executable, require, tool_call
+from acp_support import node_script
 from scripted_server import ScriptedModelServer
+from support import ROOT_DIR, TEST_KEY, kimi_executable, require, tool_call
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = ROOT_DIR
 CANARY = "CANARY-PRIVATE-KEY-5f1d3c"  # stands for ~/.ssh/id_rsa: a host file outside the workspace
 SLOW = "sleep 97.25"
 
@@ -77,7 +77,9 @@ def test_dev_stdin_as_a_path_swallows_no_message(repo: Path, env: dict, server: 
     import asyncio
 
     import acp
-    from test_acp import RecordingClient, processes_with, run
+
+    from acp_support import RecordingClient, run
+    from support import processes_with
 
     server.add(
         {"tool_calls": [tool_call("WriteFile", {"path": "/dev/stdin", "content": "x"}, "w1"),

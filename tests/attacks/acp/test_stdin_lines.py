@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from conftest import TEST_KEY, kimi_executable
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable
 
 
 class RawAgent:

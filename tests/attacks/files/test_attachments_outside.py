@@ -18,8 +18,8 @@ from pathlib import Path
 from PIL import Image
 from terminal import Terminal
 
-from conftest import result_json, run_kimi
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi
 
 
 def png_with_text(text: str, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:

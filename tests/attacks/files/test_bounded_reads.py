@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_KEY, kimi_executable
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

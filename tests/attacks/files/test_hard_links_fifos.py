@@ -19,8 +19,8 @@ from pathlib import Path
 
 from kimi_cli.session.undo.shadow import ShadowRepo
 
-from conftest import call_tool, git, kimi_executable, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import call_tool, git, kimi_executable, run_kimi, tool_call, tool_results
 
 
 def outside_files(rig: object) -> list[Path]:

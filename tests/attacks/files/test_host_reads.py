@@ -15,8 +15,8 @@ from kimi_cli.context.agents_md import load_agents_md
 from kimi_cli.context.packer import RepoPacker
 from kimi_cli.context.watch import PackWatcher
 
-from conftest import git, run_kimi
 from scripted_server import ScriptedModelServer
+from support import git, run_kimi
 
 SECRET = "OUTSIDE-SECRET-91c4e2"
 

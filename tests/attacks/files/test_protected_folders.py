@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 from sandbox_fixtures import backends
-from test_host_git import plain_git, ran
 
 from kimi_cli.hostsafe.protected import protected_part
 from kimi_cli.session.undo.shadow import ShadowRepo
 
-from conftest import call_tool, git, result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import call_tool, git, plain_git, ran, result_json, run_kimi, tool_call, tool_results
 
 LOCAL = [b for b in backends() if b != "docker"]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_KEY, kimi_executable, tool_call
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable, tool_call
 
 LINKED = [".kimi/config.toml", ".kimi/mcp.json", ".kimi/commands/fix.md", ".kimi/skills/s/SKILL.md",
           ".claude/settings.json", ".claude/settings.local.json", ".claude/commands/go.md", "servers.json"]  # fmt: skip

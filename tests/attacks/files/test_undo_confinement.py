@@ -19,8 +19,8 @@ from kimi_cli.hostsafe import fs as safe_fs
 from kimi_cli.session.undo.shadow import CheckpointError, FileChange, ShadowRepo
 from kimi_cli.util.paths import workspace_key
 
-from conftest import git, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import git, run_kimi, tool_call
 
 OUTSIDE = "OUTSIDE-BYTES-5d1e"
 INSIDE = "inside-bytes-00000"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call, tool_results
 
 
 def user_hooks(home: Path, toml: str) -> None:

@@ -15,8 +15,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call
 
 PLANT = 'git init -q && printf "#!/bin/sh\\n" > .fsm && chmod +x .fsm && git config core.fsmonitor "$PWD/.fsm"'
 UNSANDBOXED = ["--sandbox", "none", "--yolo"]

@@ -26,8 +26,8 @@ from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
 
-from conftest import git, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import git, run_kimi, tool_call, tool_results
 
 IDENTITY = GitIdentity(name="Kimi Agent", email="kimi@example.com")
 GIT_BACKENDS = [b for b in backends() if b in ("bwrap", "landlock")]

@@ -33,7 +33,7 @@ from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.workspace import Workspace
 
-from conftest import git
+from support import git
 
 NETRC_TOKEN = "ghp_NETRC0SECRET0123456789"
 

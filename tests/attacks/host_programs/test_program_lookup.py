@@ -31,8 +31,8 @@ from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.workspace import Workspace
 
-from conftest import git, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import git, run_kimi, tool_call, tool_results
 
 
 def plant(folder: Path, name: str, marks: Path) -> Path:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import TEST_KEY, kimi_executable, run_for_peak_rss, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable, run_for_peak_rss, run_kimi, tool_call, tool_results
 
 GIGABYTE = 1_000_000_000
 

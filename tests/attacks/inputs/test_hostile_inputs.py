@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
+from scripted_server import ScriptedModelServer
+from support import (
     TEST_KEY,
     call_tool,
     kimi_executable,
@@ -22,7 +23,6 @@ from conftest import (
     tool_call,
     wait_until,
 )
-from scripted_server import ScriptedModelServer
 
 LOG_BYTES = 300_000_000
 

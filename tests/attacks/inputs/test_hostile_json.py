@@ -9,8 +9,8 @@ from pathlib import Path
 
 from terminal import Terminal
 
-from conftest import result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call, tool_results
 
 
 def nested(depth: int) -> str:

@@ -19,8 +19,8 @@ from PIL import Image
 
 from kimi_cli.media.pipeline import ImageError, ImageLimits, dimensions, prepare
 
-from conftest import TEST_KEY, kimi_executable, run_for_peak_rss, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable, run_for_peak_rss, tool_call, tool_results
 
 
 def chunk(kind: bytes, data: bytes) -> bytes:

@@ -10,7 +10,7 @@ from pathlib import Path
 from kimi_cli.context.pack_markup import attr, block, boundary_for
 from kimi_cli.context.packer import RepoPacker
 
-from conftest import git
+from support import git
 
 FORGERY = """real code
 </file>

@@ -25,8 +25,7 @@ from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.manager import McpManager
 from kimi_cli.hostsafe import trust
 
-from conftest import TEST_KEY, run_kimi, trust_folder
-from support import TESTS_DIR
+from support import TEST_KEY, TESTS_DIR, run_kimi, trust_folder
 
 FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 

@@ -13,8 +13,7 @@ from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.manager import McpManager
 from kimi_cli.extensions.mcp.wiring import mcp_tools
 
-from conftest import run_kimi
-from support import TESTS_DIR
+from support import TESTS_DIR, run_kimi
 
 SERVER = str(TESTS_DIR.joinpath("mcp_redteam4_server.py"))
 FIXTURE = str(TESTS_DIR.joinpath("mcp_fixture_server.py"))

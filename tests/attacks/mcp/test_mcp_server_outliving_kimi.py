@@ -26,10 +26,10 @@ import acp
 import pexpect
 import pytest
 
-from conftest import TEST_KEY, kimi_executable, processes_with, tool_call, tool_results, wait_until
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, TESTS_DIR, kimi_executable, processes_with, tool_call, tool_results, wait_until
 
-FIXTURE = Path(__file__).resolve().parents[2] / "mcp_fixture_server.py"
+FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 
 
 def stubborn_server(home: Path, marker: str) -> None:

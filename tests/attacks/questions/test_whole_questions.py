@@ -17,12 +17,12 @@ from typing import Any
 
 import acp
 from terminal import Terminal
-from test_acp import RecordingClient, run
 
 from kimi_cli.frontends.terminal.approval_view import approval_view
 
-from conftest import tool_call
+from acp_support import RecordingClient, run
 from scripted_server import ScriptedModelServer
+from support import tool_call
 
 HIDDEN = "npm test" + " " * 260 + "; echo PWNED > marker"
 

@@ -19,7 +19,7 @@ from sandbox_fixtures import Rig, backends, make_rig
 
 from kimi_cli.sandbox.backends.bwrap import BwrapSandbox
 
-from conftest import processes_with, wait_until
+from support import processes_with, wait_until
 
 
 @pytest.fixture(params=[b for b in backends() if b == "bwrap"])

@@ -16,12 +16,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import Rig, backends, make_rig, need_probe
-from test_redteam_lifetime import _containers
-from test_shell_e2e import sandbox_flags
+from sandbox_fixtures import Rig, backends, kimi_containers, make_rig, need_probe, sandbox_flags
 
-from conftest import TEST_KEY, kimi_executable, processes_with, tool_call, wait_until
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable, processes_with, tool_call, wait_until
 
 DOCKER = [b for b in backends() if b == "docker"]
 
@@ -61,9 +59,9 @@ def test_holding_pid_1s_stdin_does_not_outlive_a_kill_9_of_kimi(
             if json.loads(line)["type"] == "tool_call":
                 break
         wait_until(lambda: processes_with(f"sleep {n}"), 30, "the command to start")
-        assert _containers(proc.pid)
+        assert kimi_containers(proc.pid)
     finally:
         proc.kill()
         proc.wait()
-    wait_until(lambda: not _containers(proc.pid), 30, "the container to be removed")
+    wait_until(lambda: not kimi_containers(proc.pid), 30, "the container to be removed")
     wait_until(lambda: not processes_with(f"sleep {n}"), 30, "the command to die")

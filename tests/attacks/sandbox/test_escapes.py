@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import SECRET, CountingServer, Rig
 
-from conftest import processes_with, wait_until
+from support import processes_with, wait_until
 
 
 def test_write_outside_the_workspace_fails(rig: Rig) -> None:

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 from sandbox_fixtures import Rig, need_probe
-from test_landlock import X86, decide
 
 from kimi_cli.kernel.restrict import seccomp_program
+
+from seccomp_bpf import X86, decide
 
 ALLOW, EPERM, NOTIFY, EOPNOTSUPP = 0x7FFF0000, 0x00050001, 0x7FC00000, 0x0005005F
 OLD = 946684800  # 2000-01-01, the victims' mtime

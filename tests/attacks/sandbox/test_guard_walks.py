@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import Rig, backends, make_rig
 
-from conftest import git
+from support import git
 
 HOOK = "printf '#!/bin/sh\\necho ran >> {marks}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit"
 

@@ -104,7 +104,7 @@ def test_ssh_auth_sock_is_unset_and_the_agent_does_not_answer(host_rig: tuple[Ri
 def test_the_docker_socket_does_not_answer(rig: Rig) -> None:
     probe = need_probe(rig)
     if not Path("/var/run/docker.sock").is_socket():
-        from conftest import require
+        from support import require
 
         require("docker", False, "dockerd is not running here, so there is no /var/run/docker.sock to attack")
     result = rig.run(f"{probe} connect /var/run/docker.sock; {probe} connect /run/docker.sock")

@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandbox_fixtures import Rig, backends, docker_ready
-from test_shell_e2e import sandbox_flags
+from sandbox_fixtures import Rig, backends, docker_ready, sandbox_flags
 
 from kimi_cli.sandbox.backends.bwrap import bwrap_argv
 from kimi_cli.sandbox.backends.docker import DockerSandbox, proc_left_writable
 from kimi_cli.sandbox.policy import PROC_READ_ONLY, SandboxPolicy, build_policy
 
-from conftest import require, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import require, run_kimi, tool_call, tool_results
 
 # Files a root command must not open for writing, each a way to the host (the ones this kernel lacks are
 # skipped inside the command: no sysrq here, for one).

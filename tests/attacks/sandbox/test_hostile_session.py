@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import UnixServer, backends
 
-from conftest import TEST_KEY, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, run_kimi, tool_call, tool_results
 
 WIDEN = (
     'python3 -c "import ctypes; libc = ctypes.CDLL(None, use_errno=True); '

@@ -13,16 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import backends
-from test_shell_e2e import sandbox_flags
+from sandbox_fixtures import backends, kimi_containers, sandbox_flags
 
-from conftest import TEST_KEY, kimi_executable, processes_with, tool_call, wait_until
 from scripted_server import ScriptedModelServer
-
-
-def _containers(pid: int) -> list[str]:
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=kimi.pid={pid}"], capture_output=True, text=True)
-    return out.stdout.split()
+from support import TEST_KEY, kimi_executable, processes_with, tool_call, wait_until
 
 
 @pytest.mark.parametrize("backend", backends())
@@ -48,7 +42,7 @@ def test_kill_9_of_kimi_leaves_nothing_running(
         wanted = [n + 2, n + 3] if backend == "docker" else [n, n + 1, n + 2, n + 3]  # docker: no background
         wait_until(lambda: all(processes_with(f"sleep {d}") for d in wanted), 30, "the commands to start")
         if backend == "docker":
-            assert _containers(proc.pid)
+            assert kimi_containers(proc.pid)
     finally:
         proc.kill()  # SIGKILL: kimi gets no chance to clean up
         proc.wait()
@@ -57,7 +51,7 @@ def test_kill_9_of_kimi_leaves_nothing_running(
         wait_until(lambda: not [p for p in processes_with("spawner_main.py") if _argv_has(p, str(proc.pid))], 10,
                    "the spawner to exit")  # fmt: skip
     if backend == "docker":
-        wait_until(lambda: not _containers(proc.pid), 30, "the container to be removed")
+        wait_until(lambda: not kimi_containers(proc.pid), 30, "the container to be removed")
 
 
 def _argv_has(pid: int, value: str) -> bool:

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 from sandbox_fixtures import backends, probe_binary
-from test_landlock import X86, decide
 
 from kimi_cli.kernel.restrict import seccomp_program
 from kimi_cli.sandbox.backends.landlock.backend import LandlockSandbox
 from kimi_cli.sandbox.policy import build_policy
 
-from conftest import require, wait_until
+from seccomp_bpf import X86, decide
+from support import require, wait_until
 
 pytestmark = pytest.mark.skipif("landlock" not in backends(), reason="landlock is not among KIMI_TEST_BACKENDS")
 ALLOW, EPERM, NOTIFY = 0x7FFF0000, 0x00050001, 0x7FC00000

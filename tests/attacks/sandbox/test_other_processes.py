@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 from sandbox_fixtures import Rig, backends, need_probe
-from test_landlock import X86, decide
 
 from kimi_cli.kernel.restrict import seccomp_program
 
-from conftest import TEST_KEY, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from seccomp_bpf import ALLOW, EPERM, NOTIFY, X86, decide
+from support import TEST_KEY, run_kimi, tool_call, tool_results
 
-ALLOW, EPERM, NOTIFY = 0x7FFF0000, 0x00050001, 0x7FC00000
 RLIMIT_CPU, RLIMIT_CORE, SETPRIORITY, IOPRIO_SET = 0, 4, 141, 251
 
 

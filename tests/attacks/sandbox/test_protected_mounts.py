@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import Rig, backends, make_rig, need_probe
 
-from conftest import git
+from support import git
 
 
 def test_a_missing_kimi_folder_cannot_be_planted(rig: Rig) -> None:

@@ -22,13 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import backends, make_rig
-from test_shell_e2e import sandbox_flags
+from sandbox_fixtures import backends, make_rig, sandbox_flags
 
 from kimi_cli.sandbox.hidden import real_home
 
-from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call, tool_results
 
 MARK = "REAL-HOME-KEY-"
 

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 from sandbox_fixtures import Rig, backends, make_rig
-from test_host_git import plain_git, ran
 
-from conftest import result_json, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import plain_git, ran, result_json, run_kimi, tool_call, tool_results
 
 LOCAL = [b for b in backends() if b != "docker"]  # the Docker test image has no git: planted by printf below
 PLANTS = (

@@ -18,13 +18,12 @@ from collections.abc import Iterator
 
 import pytest
 from sandbox_fixtures import Rig, backends
-from test_landlock import X86, decide
-from test_redteam2_processes import ALLOW, EPERM, NOTIFY
 
 from kimi_cli.kernel.restrict import machine, seccomp_program
 
-from conftest import run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from seccomp_bpf import ALLOW, EPERM, NOTIFY, X86, decide
+from support import run_kimi, tool_call, tool_results
 
 LOCAL = [b for b in backends() if b != "docker"]  # the Docker image has no Python; its pid namespace as bwrap's
 NR = {"x86_64": {"ioprio_set": 251, "ioprio_get": 252, "sched_setattr": 314},

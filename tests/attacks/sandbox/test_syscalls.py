@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import Rig, UnixServer, need_probe
 
-from conftest import wait_until
+from support import wait_until
 
 # x86_64 numbers: clone3, open_tree, move_mount, fsopen, fspick, mount_setattr, name_to_handle_at,
 # open_by_handle_at, keyctl, add_key, request_key, userfaultfd, perf_event_open, bpf, io_uring_setup, setns

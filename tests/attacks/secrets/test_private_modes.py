@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from conftest import run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call
 
 
 def mode(path: Path) -> int:

@@ -6,7 +6,6 @@ Each attack test sits beside the legitimate use that must keep working."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,6 @@ from kimi_cli.tools.read_file import ReadFile
 from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.write_file import WriteFile
 
-from support import TESTS_DIR
-
-sys.path.append(str(TESTS_DIR.joinpath("unit")))  # after tests/: its conftest stays the one imported
 from fakes import FakeProvider, calls, text
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kimi
+from support import run_kimi
 
 OSC52 = "\\u001b]52;c;SGVsbG8=\\u0007"  # as TOML writes it: the parsed key holds ESC ... BEL
 

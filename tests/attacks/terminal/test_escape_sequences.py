@@ -10,8 +10,8 @@ from pathlib import Path
 from kimi_cli.util.jsonsafe import dumps
 from kimi_cli.util.sanitize import exact, is_clean, visible, visible_text
 
-from conftest import result_json, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import result_json, run_kimi, tool_call
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # writes "echo pwned" to the clipboard
 TITLE = "\x1b]0;owned\x07"

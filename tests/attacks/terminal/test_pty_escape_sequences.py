@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pexpect
-from test_interactive import PROMPT, finish, spawn
+from terminal import PROMPT, finish, spawn
 
-from conftest import tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import tool_call, tool_results
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
 TITLE = "\x1b]0;owned\x07"

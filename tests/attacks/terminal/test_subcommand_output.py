@@ -20,8 +20,8 @@ from typing import Any
 import pexpect
 import pytest
 
-from conftest import TEST_KEY, kimi_executable, run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, kimi_executable, run_kimi, tool_call
 
 HOSTILE = "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[8mhidden\x1b[0m\x1b[2A\x9b2J\x9d0;owned\x9c"
 RAW = [b"\x1b]52", b"\x07", b"\x1b[8m", b"\x1b[2A", b"\xc2\x9b", b"\xc2\x9d", b"\xc2\x9c"]

@@ -26,10 +26,10 @@ import pytest
 
 from kimi_cli.hostsafe import trust
 
-from conftest import TEST_KEY, run_kimi, tool_call, trust_folder
 from scripted_server import ScriptedModelServer
+from support import TEST_KEY, TESTS_DIR, run_kimi, tool_call, trust_folder
 
-FIXTURE = Path(__file__).resolve().parents[2] / "mcp_fixture_server.py"
+FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 STARTS, MAX_STARTS = 300, 1000
 
 

@@ -18,9 +18,8 @@ import pytest
 from kimi_cli.config import load_config
 from kimi_cli.hostsafe import trust
 
-from conftest import TEST_KEY, kimi_executable, run_kimi, tool_call, tool_results, trust_folder
 from scripted_server import ScriptedModelServer
-from support import TESTS_DIR
+from support import TEST_KEY, TESTS_DIR, kimi_executable, run_kimi, tool_call, tool_results, trust_folder
 
 FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 

@@ -16,8 +16,8 @@ import pytest
 
 from kimi_cli.hostsafe import trust
 
-from conftest import run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call
 
 COMMAND = "---\nallowed-tools: Bash(touch:*)\n---\nSet things up. !`touch {line}`\n"
 

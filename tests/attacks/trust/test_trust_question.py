@@ -18,7 +18,7 @@ import pytest
 
 from kimi_cli.hostsafe import trust
 
-from conftest import run_kimi
+from support import run_kimi
 
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"
 

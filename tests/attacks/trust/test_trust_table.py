@@ -21,8 +21,8 @@ from pydantic import BaseModel
 from kimi_cli.config import Config, load_config
 from kimi_cli.hostsafe import trust, trust_rules
 
-from conftest import run_kimi, tool_call
 from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call
 
 
 def settings(model: type[BaseModel], prefix: str = "") -> dict[str, bool]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import backends, docker_ready
 
-from conftest import require, run_kimi, tool_call, tool_results
 from scripted_server import ScriptedModelServer
+from support import require, run_kimi, tool_call, tool_results
 
 TOKEN = "npm_TOKEN_baked_into_the_image_0123456789"
 EVIL = "kimi-sandbox-test-evil:1"

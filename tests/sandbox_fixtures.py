@@ -2,7 +2,7 @@
 
 The rig keeps one event loop for its lifetime, so a background task started by one call is still running
 (and still supervised) at the next, as in a session. `probe` is a static helper compiled from
-redteam_helper.c and copied into the workspace: the same attack runs on every backend (the Docker test
+sandbox_probe.c and copied into the workspace: the same attack runs on every backend (the Docker test
 image has no Python).
 """
 
@@ -33,7 +33,7 @@ from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
 
 SECRET = "sk-sandbox-SECRET-42"
-HELPER = Path(__file__).with_name("redteam_helper.c")
+HELPER = Path(__file__).with_name("sandbox_probe.c")
 
 
 @dataclass
@@ -199,7 +199,7 @@ def need_probe(rig: Rig) -> str:
     if not (rig.ws / "probe").exists():
         from support import require
 
-        require("cc", False, "a C compiler builds the red-team helper (tests/redteam_helper.c)")
+        require("cc", False, "a C compiler builds the sandbox probe (tests/sandbox_probe.c)")
     return "./probe"
 
 

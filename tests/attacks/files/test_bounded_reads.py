@@ -1,8 +1,8 @@
-"""Workspace files kimi reads on the host, beyond the settings files: bounded, never blocking, a third pass.
+"""Workspace files kimi reads on the host, beyond the settings files: bounded, never blocking.
 
-The settings pass (settings_read.py) made `.kimi/config.toml`, `mcp.json`, commands, skills and Claude
-Code's settings regular-files-only, non-blocking and capped. Other files the workspace controls were still
-read with a plain open/read at start:
+The settings reader (settings_read.py) makes `.kimi/config.toml`, `mcp.json`, commands, skills and Claude
+Code's settings regular-files-only, non-blocking and capped. Other files the workspace controls, unguarded,
+would be read with a plain open/read at start:
 
 - `.git/modules/NAME/config` (kimi_cli/sandbox/guard/restore.py, `submodule_pointers`, read at session start on the
   host): a link to /dev/zero reads until MemoryError; a FIFO blocks the start. A repository shipped as a

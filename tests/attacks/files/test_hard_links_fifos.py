@@ -5,7 +5,7 @@
   and kimi never writes through one it finds: an append to a file with other names is refused (an overwrite
   replaces this name only), since a user's hard link (pnpm's store, a backup) may lead outside.
 - A FIFO named like a source file must not hang the pack, AGENTS.md or the "files changed" note (they open
-  without blocking and read only regular files). Found by the red team: `rm app.py && mkfifo app.py` made
+  without blocking and read only regular files). The attack: `rm app.py && mkfifo app.py` made
   every later checkpoint fail (`git add` refuses the type change), so undo covered none of the steps after
   it; such a path is now recorded as gone and the snapshot goes on.
 """

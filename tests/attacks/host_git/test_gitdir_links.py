@@ -1,7 +1,7 @@
 """Host git aimed at another of the user's repositories: by a `.git` link the workspace arrived with, and by a
 `.git` swapped while kimi runs git.
 
-Found by the red team:
+The attacks:
 - A `.git` FILE present at session start (`gitdir: /home/user/other-project/.git`, in a cloned or downloaded
   workspace) was accepted like a worktree link: the Git tool's add, commit, switch and restore then worked on
   the other project's index and branches. So were a `.git` symlink and a `.git/commondir` leading there.

@@ -1,6 +1,6 @@
 """Host git against repository config that nobody's list names, and against the network.
 
-Found by the red team: a partial clone's promisor remote made kimi's own `Git show` fetch the missing blobs
+The attack: a partial clone's promisor remote made kimi's own `Git show` fetch the missing blobs
 from the host, outside the sandbox and without any approval, from a URL and through an `http.proxy` the
 repository's config names; curl then answered the proxy's 401 with the user's ~/.netrc password for that
 host (a GitHub token, in the test). Host git now runs with no transport allowed at all.
@@ -226,7 +226,7 @@ def test_every_program_key_at_once_runs_nothing_through_any_host_git_path(tmp_pa
 
 
 def test_a_huge_sparse_git_file_is_not_read_whole(tmp_path: Path) -> None:
-    """Found by the red team: in a folder that is not a repository, `truncate -s 64G .git` (a sandboxed
+    """The attack: in a folder that is not a repository, `truncate -s 64G .git` (a sandboxed
     command may create `.git` there) made every host git call read it whole: the checkpoint after that very
     step would take all of kimi's memory. Only the start of such a file is read now."""
     import tracemalloc

@@ -1,4 +1,4 @@
-"""Red-team pass 4, Go import resolution in the pack: a repository controls how many go.mod files and how
+"""Go import resolution in the pack: a repository controls how many go.mod files and how
 many imports there are, so resolution must not cost (files x imports x go.mod files).
 
 Measured here (kimi_cli/context/imports.py as of today): 500 go.mod + 500 .go files of 200 imports each

@@ -1,6 +1,6 @@
 """MCP servers run on the host: what they start must be what the user agreed to, not what the workspace wrote.
 
-Attacks found by the red team (each passed before the fix):
+The attacks (each passed before the fix):
 - a trusted folder's `mcp_config = ["tools/mcp.json"]`: the trust digest held the path, not the file, so a
   sandboxed command rewrote tools/mcp.json and the next session started its server without asking;
 - a trusted server `sh tools/server.sh`: the script is a workspace file; rewritten, it ran at the next start

@@ -1,7 +1,7 @@
-"""Red-team pass 4, tools/list read tool by tool (kimi_cli/extensions/mcp/listing.py): what a hostile server puts in
+"""tools/list read tool by tool (kimi_cli/extensions/mcp/listing.py): what a hostile server puts in
 the tools it knows will be rejected must stay bounded and must not forge what `kimi mcp test` shows.
 
-Server: tests/mcp_redteam4_server.py (plain JSON-RPC). Each attack test sits beside the legitimate use."""
+Server: tests/mcp_listing_server.py (plain JSON-RPC). Each attack test sits beside the legitimate use."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kimi_cli.extensions.mcp.wiring import mcp_tools
 
 from support import TESTS_DIR, run_kimi
 
-SERVER = str(TESTS_DIR.joinpath("mcp_redteam4_server.py"))
+SERVER = str(TESTS_DIR.joinpath("mcp_listing_server.py"))
 FIXTURE = str(TESTS_DIR.joinpath("mcp_fixture_server.py"))
 
 

@@ -1,4 +1,4 @@
-"""Red-team pass 4, MCP secrets: a token carried in a server's URL or command line must never be printed
+"""MCP secrets: a token carried in a server's URL or command line must never be printed
 (kimi mcp add/list/test) nor reach the model or the session file through an error message.
 
 Each attack test sits beside the legitimate use that must keep working."""

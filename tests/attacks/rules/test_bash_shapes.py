@@ -1,10 +1,10 @@
-"""Approval rules against a reader of our source: shapes the first pass missed, each proven real in bash.
+"""Approval rules against a reader of our source: shell shapes that hide a program, each proven real in bash.
 
 Deny rules (the only guard with `--sandbox none`) were walked around by three shapes the parser read as a
 harmless literal name: brace expansion with a quoted blank (`{rm,' x'}` is `rm ' x'`), a bracket pattern
 with a quoted blank (`/bin/r[' 'm]` matches /bin/rm), and `time -p` (the keyword's option was taken for
 the program). git runs settings as commands (`git -c alias.x='!rm x' x`, `core.fsmonitor`, GIT_CONFIG_*
-values), which a later pass found the rules did not read. An allow rule (`ls`) let `ls > out.txt` write
+values), which the rules must read too. An allow rule (`ls`) let `ls > out.txt` write
 outside the workspace when out.txt is a link out of it (a repository ships such a link; the Git tool checks
 one out). Each sits beside the legitimate
 command that must keep working.

@@ -1,6 +1,6 @@
-"""Deny rules against programs git runs from its own options, a third pass (each shape proven in bash first).
+"""Deny rules against programs git runs from its own options (each shape proven in bash first).
 
-The second pass taught the reader `-c` values and `git config` values. git also runs command lines given as
+Beyond `-c` values and `git config` values (test_bash_shapes.py), git also runs command lines given as
 options of its subcommands (`rebase --exec`, `bisect run`, `difftool -x`, `filter-branch --tree-filter`,
 `--upload-pack`/`--receive-pack`/`--exec` for a local remote, `grep -O`, `submodule foreach`), and reads
 config from `GIT_CONFIG_PARAMETERS`; `export`/`declare -x` of `GIT_EXTERNAL_DIFF` hands git a program too.

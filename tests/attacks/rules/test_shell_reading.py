@@ -36,7 +36,7 @@ def outcome(command: str, allow: list[str] = ALLOW, deny: list[str] = DENY, sand
 
 # Under allow = ["pytest", "npm test", "git status", "touch"] and --sandbox none: nothing here may run unasked.
 ALLOW_BYPASSES = [
-    "pytest ${x:=$'\\x24(touch M)'} ${x@P}",  # the red team's prompt-expansion trick
+    "pytest ${x:=$'\\x24(touch M)'} ${x@P}",  # prompt expansion of a quoted $(...)
     "pytest $(touch M)",
     "pytest `touch M`",
     "pytest; touch M",

@@ -1,4 +1,4 @@
-"""Red team, what Landlock leaves open outside the workspace: setuid bits, /dev/shm, the user's terminal.
+"""What Landlock leaves open outside the workspace: setuid bits, /dev/shm, the user's terminal.
 
 Each runs on every backend (bwrap and Docker get the same seccomp rules). What cannot be enforced on
 landlock (modes without setuid bits, timestamps of files the user owns) is stated in the README.
@@ -32,7 +32,7 @@ def test_no_setuid_or_setgid_bit_can_be_set(rig: Rig) -> None:
 
 
 def test_a_file_outside_the_workspace_gets_no_setuid_bit(rig: Rig) -> None:
-    target = Path(f"/var/tmp/kimi-redteam-{secrets.token_hex(4)}")
+    target = Path(f"/var/tmp/kimi-attack-{secrets.token_hex(4)}")
     target.write_text("#!/bin/sh\n")
     os.chmod(target, 0o755)
     try:
@@ -45,7 +45,7 @@ def test_a_file_outside_the_workspace_gets_no_setuid_bit(rig: Rig) -> None:
 def test_shared_memory_of_the_host_cannot_be_written(rig: Rig) -> None:
     if not os.path.isdir("/dev/shm"):
         pytest.skip("no /dev/shm here")
-    shm = Path(f"/dev/shm/kimi-redteam-{secrets.token_hex(4)}")
+    shm = Path(f"/dev/shm/kimi-attack-{secrets.token_hex(4)}")
     shm.write_text("host\n")
     os.chmod(shm, 0o666)
     try:

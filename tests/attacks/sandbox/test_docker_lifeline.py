@@ -1,7 +1,7 @@
-"""Red team, second pass: the Docker backend's lifeline.
+"""The Docker backend's lifeline.
 
 The container's pid 1 reads a stdin that kimi holds open; when kimi dies, dockerd closes it and the
-container goes. Before this pass pid 1 ran as the commands' own user (root in most images), and a command
+container goes. Unguarded, pid 1 ran as the commands' own user (root in most images), and a command
 could `exec 3>/proc/1/fd/0`: holding a writer on pid 1's stdin pipe, it kept pid 1 from ever seeing the end
 of input, so after a `kill -9` of kimi the container, the command and the writable workspace mount lived
 on. It could also write /proc/1/mem. Now pid 1 runs as a uid no command has (KEEPER_USER), and without

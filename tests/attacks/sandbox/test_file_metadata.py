@@ -1,6 +1,6 @@
-"""Red team, second pass: modes, owners, timestamps and attributes of files outside the workspace.
+"""Modes, owners, timestamps and attributes of files outside the workspace.
 
-Landlock does not mediate chmod, chown, utime, xattrs or chattr flags. Before this pass a command on
+Landlock does not mediate chmod, chown, utime, xattrs or chattr flags. Unguarded, a command on
 landlock could `chmod 666` any file of the user's (and, as root, any file of the host: root owns /etc/shadow,
 so no capability is needed), `touch` it, chgrp it, set ACLs and chattr flags on it. Now chmod/chown/utime
 go to the supervisor, which applies them only inside the workspace and private tmp (supervise_meta.py),
@@ -33,7 +33,7 @@ OLD = 946684800  # 2000-01-01, the victims' mtime
 def victim() -> Iterator[Path]:
     """A file of the user running the tests (root: a root-owned one, like every system file), outside
     /tmp (bwrap's /tmp is private, which would hide it for the wrong reason)."""
-    folder = Path(f"/var/tmp/kimi-redteam2-{secrets.token_hex(4)}")
+    folder = Path(f"/var/tmp/kimi-attack-{secrets.token_hex(4)}")
     folder.mkdir()
     os.chmod(folder, 0o755)
     target = folder / "tool"

@@ -1,6 +1,6 @@
-"""Red team, second pass: the guard that puts .git and .kimi back on landlock, attacked through what it walks.
+"""The guard that puts .git and .kimi back on landlock, attacked through what it walks.
 
-The guard runs on the host, with the user's rights, over trees a command shaped. Before this pass:
+The guard runs on the host, with the user's rights, over trees a command shaped. Unguarded:
 - a folder 1,500 deep in .git/hooks made its recursive walk raise RecursionError: every later Shell call
   failed, nothing was put back, and the planted .git/hooks/pre-commit ran at the user's next `git commit`;
 - its temp file was `.NAME.<kimi's pid>.kimi-guard`: a command that made that name first (kimi's pid is

@@ -1,4 +1,4 @@
-"""Red team, host unix sockets: nothing outside the workspace and the private tmp answers, on every backend.
+"""Host unix sockets: nothing outside the workspace and the private tmp answers, on every backend.
 
 The stand-ins listen where real host sockets do, outside /tmp and /run (bwrap masks those wholesale):
 a folder under /var/tmp holds a "host" socket (docker.sock, an ssh-agent, a D-Bus bus) that answers
@@ -33,10 +33,10 @@ class Host:
 
 @pytest.fixture(params=backends())
 def host_rig(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Rig, Host]]:
-    folder = Path(f"/var/tmp/kimi-redteam-{secrets.token_hex(4)}")
+    folder = Path(f"/var/tmp/kimi-attack-{secrets.token_hex(4)}")
     folder.mkdir(mode=0o777)
     os.chmod(folder, 0o777)
-    name = f"@kimi-redteam-{secrets.token_hex(4)}"
+    name = f"@kimi-attack-{secrets.token_hex(4)}"
     host = Host(folder, UnixServer(str(folder / "host.sock")), UnixServer(str(folder / "agent.sock")),
                 UnixServer(name), name)  # fmt: skip
     rig, _ = make_rig(tmp_path, request.param, environ={"SSH_AUTH_SOCK": str(folder / "agent.sock")})
@@ -141,7 +141,7 @@ def test_swapping_a_folder_with_a_link_to_the_host_never_reaches_the_host(host_r
 @pytest.mark.parametrize("backend", [b for b in backends() if b != "docker"])  # docker shares the host's netns then
 def test_with_the_network_on_host_abstract_sockets_still_do_not_answer(backend: str, tmp_path: Path) -> None:
     """bwrap keeps the host's network namespace then: the Landlock scope (ABI 6+) is what keeps them away."""
-    name = f"@kimi-redteam-{secrets.token_hex(4)}"
+    name = f"@kimi-attack-{secrets.token_hex(4)}"
     abstract = UnixServer(name)
     rig, _ = make_rig(tmp_path, backend, network=True)
     try:

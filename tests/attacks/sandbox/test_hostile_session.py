@@ -1,4 +1,4 @@
-"""Red team through the real `kimi -p` against the scripted server: the key attack classes of one hostile session,
+"""A hostile session through the real `kimi -p` against the scripted server: the key attack classes in one session,
 on bwrap and landlock, and the session goes on to do legitimate work.
 
 The home lives under /var/tmp (bwrap's private /tmp would hide one under /tmp for the wrong reason).
@@ -35,7 +35,7 @@ SCAN = (
 
 @pytest.fixture
 def var_home(home: Path) -> Iterator[Path]:
-    real = Path(tempfile.mkdtemp(prefix="kimi-redteam-e2e-", dir="/var/tmp"))
+    real = Path(tempfile.mkdtemp(prefix="kimi-attack-e2e-", dir="/var/tmp"))
     os.chmod(real, 0o755)
     shutil.copytree(home / ".kimi", real / ".kimi")
     (real / ".ssh").mkdir()
@@ -51,7 +51,7 @@ def var_home(home: Path) -> Iterator[Path]:
 def test_a_hostile_session_gets_nothing_and_the_work_still_gets_done(
     backend: str, repo: Path, env: dict, var_home: Path, server: ScriptedModelServer
 ) -> None:
-    sock_dir = Path(tempfile.mkdtemp(prefix="kimi-redteam-sock-", dir="/var/tmp"))
+    sock_dir = Path(tempfile.mkdtemp(prefix="kimi-attack-sock-", dir="/var/tmp"))
     os.chmod(sock_dir, 0o777)
     host = UnixServer(str(sock_dir / "docker.sock"))
     env = {

@@ -1,4 +1,4 @@
-"""Red team, inherited capabilities: what a command holds and may call, and kimi's own process, on every backend.
+"""Inherited capabilities: what a command holds and may call, and kimi's own process, on every backend.
 
 The finding this guards: a background task on landlock inherited the session's Landlock ruleset fd, widened
 it with landlock_add_rule and read ~/.ssh from the next command. Now only fds 0-2 reach a command, the

@@ -1,4 +1,4 @@
-"""Red team, nothing outlives kimi: after `kill -9` of kimi, no command, background task or container is left.
+"""Nothing outlives kimi: after `kill -9` of kimi, no command, background task or container is left.
 
 On landlock the spawner sees kimi's socket close (and gets PR_SET_PDEATHSIG) and kills every command's
 process group; on bwrap, --die-with-parent and the pid namespace; on Docker, the container's pid 1 reads a

@@ -1,4 +1,4 @@
-"""Red team, second pass: the landlock backend on kernels older than this one (Landlock ABI 2 to 5).
+"""The landlock backend on kernels older than this one (Landlock ABI 2 to 5).
 
 Ubuntu 24.04 (Linux 6.8, ABI 4), Debian 12 (6.1, ABI 3) and Ubuntu 22.04 (5.15, ABI 1) are where landlock is
 the backend most users get, and there Landlock has no signal scope (ABI 6): a command could SIGKILL or
@@ -46,7 +46,7 @@ def _sandbox(tmp_path: Path, abi: int) -> LandlockSandbox:
     ws.mkdir()
     private.mkdir()
     probe = probe_binary()
-    require("cc", probe is not None, "a C compiler builds the red-team helper (tests/redteam_helper.c)")
+    require("cc", probe is not None, "a C compiler builds the sandbox probe (tests/sandbox_probe.c)")
     assert probe is not None
     (ws / "probe").write_bytes(probe.read_bytes())
     os.chmod(ws / "probe", 0o755)
@@ -87,7 +87,7 @@ def test_without_the_signal_scope_nothing_outside_the_command_gets_a_signal(
 
 
 def test_below_abi_3_truncate_by_path_reaches_only_the_workspace(tmp_path: Path) -> None:
-    victim = Path(f"/var/tmp/kimi-redteam2-{secrets.token_hex(4)}")
+    victim = Path(f"/var/tmp/kimi-attack-{secrets.token_hex(4)}")
     victim.write_text("host data\n")
     sandbox = _sandbox(tmp_path, 2)
     try:

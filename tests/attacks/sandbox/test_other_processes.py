@@ -1,6 +1,6 @@
-"""Red team, second pass: other processes of the user's, reached without ptrace or a signal.
+"""Other processes of the user's, reached without ptrace or a signal.
 
-The finding: on landlock a command shares the host's pid namespace, and prlimit64 on a process of the same
+The attack: on landlock a command shares the host's pid namespace, and prlimit64 on a process of the same
 user needs no ptrace access and no capability, and Landlock's scope covers signals only. So a command could
 set kimi's RLIMIT_CORE to unlimited and its RLIMIT_CPU to 0: kimi got SIGXCPU and dumped its memory, the
 API key in it, as `core` into its working folder, the workspace. The same CPU limit on the spawner and on

@@ -1,4 +1,4 @@
-"""Red team, .kimi and .git inside the workspace: read-only to commands (mounts on bwrap/Docker; on landlock,
+""".kimi and .git inside the workspace: read-only to commands (mounts on bwrap/Docker; on landlock,
 restored after each command and reported). Git's links (commondir, alternates, worktree gitdir) included:
 a command must not point the repository at a folder it controls. The Git tool's own changes stay.
 """
@@ -91,7 +91,7 @@ def test_the_guard_never_follows_a_link_swapped_in_while_it_repairs(rig: Rig) ->
     link would be a way out. A background task swaps .kimi and .git/hooks with links to a host folder
     while commands keep the guard busy; the host folder is untouched and the workspace is put right."""
     probe = need_probe(rig)
-    host = Path(tempfile.mkdtemp(prefix="kimi-redteam-victim-", dir="/var/tmp"))
+    host = Path(tempfile.mkdtemp(prefix="kimi-attack-victim-", dir="/var/tmp"))
     (host / "victim").write_text("keep me\n")
     (host / "pre-commit.sample").write_text("host file\n")
     try:

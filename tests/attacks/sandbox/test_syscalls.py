@@ -1,4 +1,4 @@
-"""Red team, second pass: attacks that held, kept as tests so they keep holding.
+"""Syscall-level attacks the sandbox already refuses, kept as tests so they keep failing.
 
 Each was tried on bwrap, landlock and Docker, as root and as a non-root user:
 - the i386 ABI through `int 0x80` from a 64-bit program (seccomp_data.arch is AUDIT_ARCH_I386 there: the
@@ -93,7 +93,7 @@ def test_the_spawners_and_kimis_proc_entries_stay_closed(rig: Rig, kimi_like: su
 
 def test_a_hard_link_to_a_host_socket_cannot_be_made_in_the_workspace(rig: Rig) -> None:
     probe = need_probe(rig)
-    folder = Path(f"/var/tmp/kimi-redteam2-{secrets.token_hex(4)}")
+    folder = Path(f"/var/tmp/kimi-attack-{secrets.token_hex(4)}")
     folder.mkdir()
     os.chmod(folder, 0o777)
     host = UnixServer(str(folder / "host.sock"))
@@ -113,7 +113,7 @@ def test_a_descriptor_to_a_host_socket_or_file_reaches_nothing_through_proc_self
     of the user's, and name it as /proc/self/fd/N: the supervisor resolves that in the command's own
     fd table (not its own) and checks the inode it lands on, like any other path."""
     probe = need_probe(rig)
-    folder = Path(f"/var/tmp/kimi-redteam2-{secrets.token_hex(4)}")
+    folder = Path(f"/var/tmp/kimi-attack-{secrets.token_hex(4)}")
     folder.mkdir()
     os.chmod(folder, 0o777)
     host = UnixServer(str(folder / "host.sock"))
@@ -141,7 +141,7 @@ def test_a_host_socket_bound_after_the_session_began_does_not_answer(rig: Rig) -
     supervisor checks every connect; Docker mounts nothing outside."""
     probe = need_probe(rig)
     assert rig.run("true").output.startswith("exit code: 0")  # the session is under way
-    folder = Path(f"/var/tmp/kimi-redteam2-{secrets.token_hex(4)}")
+    folder = Path(f"/var/tmp/kimi-attack-{secrets.token_hex(4)}")
     folder.mkdir()
     os.chmod(folder, 0o777)
     host = UnixServer(str(folder / "late.sock"))

@@ -1,4 +1,4 @@
-"""Red team, credential files: every entry of the hidden table (hidden_paths.txt) stays unreadable, on every backend.
+"""Credential files: every entry of the hidden table (hidden_paths.txt) stays unreadable, on every backend.
 
 The home lives under /var/tmp, not /tmp: bwrap gives commands a private /tmp, which would hide a home
 there for the wrong reason. Beside the attack: ordinary dotfiles in the same home stay readable.
@@ -47,7 +47,7 @@ def plant(home: Path) -> list[Path]:
 
 @pytest.fixture
 def credential_home() -> Iterator[Path]:
-    home = Path(tempfile.mkdtemp(prefix="kimi-redteam-home-", dir="/var/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="kimi-attack-home-", dir="/var/tmp"))
     os.chmod(home, 0o755)
     plant(home)
     (home / ".bashrc").write_text("LEGIT-BASHRC\n")
@@ -155,7 +155,7 @@ def test_kimis_own_folders_are_hidden_wherever_they_live(
 ) -> None:
     """KIMI_HOME (the API key, sessions, trusted folders) and the cache (other projects' packs) may live
     outside ~/.kimi: they are hidden there too."""
-    elsewhere = Path(tempfile.mkdtemp(prefix="kimi-redteam-kimihome-", dir="/var/tmp"))
+    elsewhere = Path(tempfile.mkdtemp(prefix="kimi-attack-kimihome-", dir="/var/tmp"))
     try:
         (elsewhere / "home").mkdir()
         (elsewhere / "home" / "config.toml").write_text(f'api_key = "{MARK}kimi-home"\n')

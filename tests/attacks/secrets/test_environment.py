@@ -1,4 +1,4 @@
-"""Red team, the environment: secrets the old name rules missed never reach a command; a build still works.
+"""The environment: secrets that name rules alone would miss never reach a command; a build still works.
 
 The first command of a session says once which variables were withheld, and names the setting.
 """
@@ -76,7 +76,7 @@ def test_env_allow_and_env_deny(backend: str, tmp_path: Path) -> None:
 def test_a_build_that_needs_home_and_path_works(backend: str, tmp_path: Path) -> None:
     """A tool found on PATH reading its settings from $HOME, as real builds do. The home lives outside /tmp
     (bwrap gives commands a private /tmp) and exists before the session, as a real one does."""
-    home = Path(tempfile.mkdtemp(prefix="kimi-redteam-home-", dir="/var/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="kimi-attack-home-", dir="/var/tmp"))
     try:
         (home / ".local" / "bin").mkdir(parents=True)
         tool = home / ".local" / "bin" / "mytool"

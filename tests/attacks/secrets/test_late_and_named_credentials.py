@@ -1,4 +1,4 @@
-"""Red team, second pass: secrets the first pass's tables missed.
+"""Secrets outside the hidden table's fixed paths: sockets in a home workspace, files named by variables, late files.
 
 - A workspace that is the home folder holds ~/.ssh and ~/.gnupg: reads there were refused, but on landlock
   the connect() supervisor let a command reach their sockets (an ssh ControlMaster: a logged-in session
@@ -28,13 +28,13 @@ from sandbox_fixtures import UnixServer, backends, make_rig, need_probe
 from kimi_cli.sandbox.env import sandbox_env
 from kimi_cli.sandbox.hidden import patterns
 
-MARK = "REDTEAM2-SECRET-"
+MARK = "PLANTED-SECRET-"
 
 
 @pytest.fixture
 def var_home() -> Iterator[Path]:
     """A home under /var/tmp: bwrap's private /tmp would hide one under /tmp for the wrong reason."""
-    home = Path(tempfile.mkdtemp(prefix="kimi-redteam2-home-", dir="/var/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="kimi-attack-home-", dir="/var/tmp"))
     os.chmod(home, 0o755)
     (home / ".config" / "tool").mkdir(parents=True)
     (home / ".config" / "tool" / "settings").write_text("LEGIT-SETTINGS\n")

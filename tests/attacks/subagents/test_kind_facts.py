@@ -1,5 +1,5 @@
-"""Red-team pass 4, subagents over the tool limit: a subagent's kind is judged (plan mode, the Agent tool's
-facts) by the tools it can reach, and since today it can reach the session's deferred MCP tools too.
+"""Subagents over the tool limit: a subagent's kind is judged (plan mode, the Agent tool's
+facts) by the tools it can reach, the session's deferred MCP tools included.
 
 Each attack test sits beside the legitimate use that must keep working."""
 

@@ -1,6 +1,6 @@
 """What kimi prints about a folder's own config never reaches the terminal raw.
 
-Found by the red team: a workspace `.kimi/config.toml` whose key is an OSC 52 sequence made `kimi pack`,
+The attack: a workspace `.kimi/config.toml` whose key is an OSC 52 sequence made `kimi pack`,
 `kimi prompt` and `kimi ci-repair` print it raw in their configuration error (the clipboard was written);
 `kimi -p` already showed it as text. Beside it: an ordinary bad key is still named plainly.
 """

@@ -1,6 +1,6 @@
 """The trust question and `kimi trust` show what a folder asks for, and nothing the folder can disguise.
 
-Found by the red team (each passed before the fix):
+The attacks (each passed before the fix):
 - `kimi trust PATH` and `kimi trust --list` printed the folder's settings raw: an OSC 52 in a base_url wrote
   the user's clipboard, an OSC 0 in a server's command set the terminal title;
 - the question cut a long base_url at 117 characters, so `https://api.moonshot.ai-----...@evil.example/v1`

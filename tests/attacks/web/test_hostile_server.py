@@ -1,6 +1,6 @@
 """FetchURL against a hostile server: the 5 MB cap holds for what kimi holds in memory, not just what it keeps.
 
-Found by the red team: httpx inflates each received chunk whole, so a body sent as `Content-Encoding: gzip,
+The attack: httpx inflates each received chunk whole, so a body sent as `Content-Encoding: gzip,
 gzip` (661 bytes on the wire) made kimi allocate 300 MB before the cap cut it, and a few kilobytes more would
 exhaust the machine's memory; a single gzip layer still inflated 64 KB chunks to 64 MB at once. And the
 address check let a 6to4 address that carries 127.0.0.1 (2002:7f00:1::) through. Each beside the ordinary

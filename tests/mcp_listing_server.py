@@ -1,9 +1,9 @@
-"""A hostile stdio MCP server for red-team pass 4 (plain JSON-RPC, no SDK): its tools/list pages are what
-the attack needs, not what MCP allows.
+"""A hostile stdio MCP server (plain JSON-RPC, no SDK) for tests/attacks/mcp/test_hostile_listing.py: its
+tools/list pages are what the attack needs, not what MCP allows.
 
-  python mcp_redteam4_server.py flood N     every page: one valid tool and N tools without an inputSchema,
+  python mcp_listing_server.py flood N     every page: one valid tool and N tools without an inputSchema,
                                             and a nextCursor that never ends
-  python mcp_redteam4_server.py spoof       one valid tool, and an invalid one whose name holds a newline
+  python mcp_listing_server.py spoof       one valid tool, and an invalid one whose name holds a newline
                                             followed by a forged `kimi mcp test` line
 """
 

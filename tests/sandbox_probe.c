@@ -1,4 +1,4 @@
-/* A static helper the red-team tests run inside every sandbox (the Docker test image has no Python).
+/* A static helper the sandbox attack tests run inside every sandbox (the Docker test image has no Python).
  *
  *   probe serve PATH            listen on a unix socket, answer one client with "pong", exit
  *   probe connect PATH|@NAME    connect (an @NAME is abstract), print what the peer sent

@@ -16,6 +16,11 @@ from pydantic import BaseModel
 from kimi_cli.tools.schema import function_schema
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kimi_cli.media.pipeline import ImageLimits
+    from kimi_cli.tools.editor_files import EditorFiles
+    from kimi_cli.tools.file_lock import FileLocks
     from kimi_cli.tools.workspace import Workspace
 
 
@@ -84,11 +89,19 @@ class ToolResult:
 
 @dataclass
 class ToolContext:
-    """What tools may touch: the workspace, the plan, and services such as the shell sandbox."""
+    """What tools may touch: the workspace, the plan, and what the session lends one agent's tools. The
+    session (kimi_cli.agent.toolbox) fills the fields; a subagent gets its own context."""
 
     workspace: Workspace
     todos: list[dict[str, str]] = field(default_factory=list)
-    services: dict[str, Any] = field(default_factory=dict)
+    image_limits: ImageLimits | None = None  # how images are sized for the model in use (ReadMediaFile, MCP)
+    # Folders outside the workspace ReadFile may read, as (folder as the model is told it, folder on disk):
+    # the user's own skills (kimi_cli.tools.read_roots)
+    read_roots: list[tuple[str, Path]] = field(default_factory=list)
+    editor_files: EditorFiles | None = None  # ACP: reads and edits go through the editor's buffers
+    file_locks: FileLocks | None = None  # subagents sharing a workspace: one edit of a file at a time
+    prompt_urls: set[str] = field(default_factory=set)  # URLs the user typed in this agent's prompts (FetchURL)
+    web_off: bool = False  # `/web off`: FetchURL refuses for this session
 
 
 P = TypeVar("P", bound=BaseModel)

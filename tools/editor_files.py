@@ -6,14 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from kimi_cli.tools.base import ToolContext
-
 
 class EditorFiles(Protocol):
     async def read(self, path: Path) -> str | None: ...  # None: the editor does not have it; use the disk
 
     async def write(self, path: Path, text: str) -> None: ...
-
-
-def editor_files(ctx: ToolContext) -> EditorFiles | None:
-    return ctx.services.get("editor_files")

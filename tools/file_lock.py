@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
 from kimi_cli.tools.base import ToolContext
 
 
+@dataclass
+class FileLocks:
+    """One lock per path, so two coder subagents never edit one file at once."""
+
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def get(self, path: str) -> asyncio.Lock:
+        return self.locks.setdefault(path, asyncio.Lock())
+
+
 @contextlib.asynccontextmanager
 async def file_lock(ctx: ToolContext, path: str) -> AsyncIterator[None]:
-    locks = ctx.services.get("file_locks")
-    if locks is None:
+    if ctx.file_locks is None:
         yield
         return
-    async with locks.get(path):
+    async with ctx.file_locks.get(path):
         yield

@@ -56,7 +56,7 @@ class ReadMediaFile(Tool[ReadMediaFileParams]):
     facts = READS
 
     async def run(self, params: ReadMediaFileParams, ctx: ToolContext) -> ToolResult:
-        limits = ctx.services.get("image_limits") or ImageLimits()
+        limits = ctx.image_limits or ImageLimits()
         try:  # the read and Pillow, off the loop
             prepared: Prepared = await asyncio.to_thread(_read_prepared, ctx.workspace, params.path, limits)
         except ValueError as exc:

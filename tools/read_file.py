@@ -74,10 +74,8 @@ class ReadFile(Tool[ReadFileParams]):
         import asyncio
         import io
 
-        from kimi_cli.tools.editor_files import editor_files
-
-        editor = editor_files(ctx)
-        if editor is not None and granted(ctx.services, params.path) is None:
+        editor = ctx.editor_files
+        if editor is not None and granted(ctx.read_roots, params.path) is None:
             path = ctx.workspace.resolve(params.path)
             text = await editor.read(path)
             if text is not None:  # the editor's buffer, saved or not
@@ -91,7 +89,7 @@ class ReadFile(Tool[ReadFileParams]):
     def _read(self, params: ReadFileParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.hostsafe.fs import open_regular
 
-        outside = granted(ctx.services, params.path)  # a folder the session lets ReadFile read (a user's skill)
+        outside = granted(ctx.read_roots, params.path)  # a folder the session lets ReadFile read (a user's skill)
         if outside is not None:
             root, rel = outside
         else:

@@ -1,5 +1,5 @@
 """Folders outside the workspace that ReadFile may read, and nothing else there: the user's own skill
-folders (kimi_cli.extensions.skills). The session lists them in `ctx.services["read_roots"]` as (folder as the model
+folders (kimi_cli.extensions.skills). The session lists them in `ToolContext.read_roots` as (folder as the model
 is told it, folder on disk) pairs; a path inside one is opened below the folder on disk through the
 no-follow reader, so neither `..` nor a link leads anywhere else. No other tool reads them."""
 
@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 
-def granted(services: dict[str, Any], path: str) -> tuple[Path, str] | None:
-    """(root on disk, path inside it) when `path` lies in a granted folder; None otherwise."""
-    roots = services.get("read_roots") or []
+def granted(roots: list[tuple[str, Path]], path: str) -> tuple[Path, str] | None:
+    """(root on disk, path inside it) when `path` lies in one of `roots`; None otherwise."""
     if not roots or not path:
         return None
     expanded = os.path.expanduser(path)

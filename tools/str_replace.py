@@ -49,10 +49,8 @@ class StrReplaceFile(Tool[StrReplaceParams]):
         return self.facts.writing(params.path)
 
     async def run(self, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
-        from kimi_cli.tools.editor_files import editor_files
-
         path = ctx.workspace.resolve_write(params.path)  # never into .git or .kimi
-        editor = editor_files(ctx)
+        editor = ctx.editor_files
         async with file_lock(ctx, str(path)):
             if editor is not None and path.is_file():
                 old_text = await editor.read(path)

@@ -14,7 +14,6 @@ from kimi_cli.util import jsonsafe
 from kimi_cli.web.addresses import host_matches
 
 DEFAULT_CHARS = 40_000
-PROMPT_URLS = "prompt_urls"  # ctx.services key: URLs the user typed in this agent's prompts
 
 
 def prompt_urls(text: str) -> set[str]:
@@ -63,20 +62,19 @@ class FetchURL(Tool[FetchURLParams]):
     def observe_prompt(self, text: str, ctx: ToolContext) -> None:
         """URLs the user typed may be fetched without asking; they are kept per agent context, so a URL
         the model writes into a subagent's task is never among them."""
-        ctx.services.setdefault(PROMPT_URLS, set()).update(prompt_urls(text))
+        ctx.prompt_urls.update(prompt_urls(text))
 
     async def run(self, params: FetchURLParams, ctx: ToolContext) -> ToolResult:
         from kimi_cli.web.fetch import FetchError, fetch_url
         from kimi_cli.web.render import render_body
 
-        if ctx.services.get("web_off"):
+        if ctx.web_off:
             raise ToolError("fetching is turned off for this session (/web on turns it back on)")
         url = params.url.strip()
         host = (urlsplit(url).hostname or "").lower()
         if not host or urlsplit(url).scheme not in ("http", "https"):
             raise ToolError(f"only http and https URLs can be fetched, not {url!r}")
-        typed = ctx.services.get(PROMPT_URLS, set())
-        if url not in typed and not host_matches(host, self.allowed_hosts):
+        if url not in ctx.prompt_urls and not host_matches(host, self.allowed_hosts):
             refusal = await self.approver.review_web(host, url)
             if refusal:
                 raise ToolError(f"{url} was not fetched: {refusal}")

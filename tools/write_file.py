@@ -50,10 +50,8 @@ class WriteFile(Tool[WriteFileParams]):
         return self.facts.writing(params.path)
 
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
-        from kimi_cli.tools.editor_files import editor_files
-
         path = ctx.workspace.resolve_write(params.path)  # never into .git or .kimi
-        editor = editor_files(ctx)
+        editor = ctx.editor_files
         async with file_lock(ctx, str(path)):
             if editor is not None and not path.is_dir():
                 old = await editor.read(path) if path.exists() else None

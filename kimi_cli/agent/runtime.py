@@ -240,7 +240,11 @@ class Runtime:
         agent = Agent(
             provider=provider,
             registry=registry,
-            ctx=ToolContext(workspace=Workspace(self.workdir)),
+            ctx=ToolContext(
+                workspace=Workspace(self.workdir),
+                image_limits=self.image_limits(),  # ReadMediaFile and MCP images are sized to it
+                read_roots=self.read_roots(),  # the user's skill folders, for ReadFile only
+            ),
             recorder=self.session,
             emit=emit,
             messages=self.history,
@@ -272,8 +276,6 @@ class Runtime:
         # a deferred tool called by its full name joins the end of the tools block; late tools may wait too
         deferred.attach(registry, lambda message: agent.emit(Notice(message)))
         provider.on_notice = lambda message: agent.emit(Notice(message))
-        agent.ctx.services["image_limits"] = self.image_limits()  # ReadMediaFile and MCP images are sized to it
-        agent.ctx.services["read_roots"] = self.read_roots()  # the user's skill folders, for ReadFile only
         if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
             agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
         trust_notice = self.folder_trust.notice() if self.folder_trust is not None else None
@@ -358,7 +360,7 @@ class Runtime:
             return SessionGate(self.mode, hooks=self.hooks, subagent=True)
 
         return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens,
-                               gate, {"read_roots": self.read_roots()}, deferred_tools)  # fmt: skip
+                               gate, self.read_roots(), deferred_tools)  # fmt: skip
 
     def switch_session(self, choice: SessionChoice) -> None:
         """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""

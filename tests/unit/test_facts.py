@@ -84,7 +84,7 @@ def test_fetch_notes_the_urls_the_user_typed_per_agent_context(tmp_path: Path) -
     fetch = FetchURL(approver=None, allowed_hosts=[], allowed_private_hosts=[])  # type: ignore[arg-type]
     ctx = ToolContext(workspace=Workspace(tmp_path))
     ToolRegistry([fetch]).observe_prompt("read https://docs.example/a.html, then (https://b.example/x).", ctx)
-    assert ctx.services["prompt_urls"] == {"https://docs.example/a.html", "https://b.example/x"}
+    assert ctx.prompt_urls == {"https://docs.example/a.html", "https://b.example/x"}
     assert fetch.declared().network and fetch.declared().read_only
     assert prompt_urls("no links here") == set()
 

@@ -5,15 +5,14 @@ within a smaller budget, and its kind's part at the end. Its tools are those of 
 tool whose facts say it only reads), coder (every tool but the subagent tool), or a custom kind from
 `.kimi/agents/*.md` (front matter: name, description, tools; the body is the kind's part of the prompt).
 Its steps are logged in the parent's session as a nested run; the parent sees only the final report.
-Its usage adds to the parent's. Edits to the same file by two subagents are serialized.
+Its usage adds to the parent's. Edits to the same file by two subagents are serialized (kimi_cli.tools.file_lock).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,16 +79,6 @@ def custom_kinds(workdir: Path) -> dict[str, AgentKind]:
         tools = [t.strip().strip("'\"") for t in tools_raw.split(",") if t.strip()] or None
         kinds[name] = AgentKind(name, meta.get("description", ""), tools, match.group(2).strip())
     return kinds
-
-
-@dataclass
-class FileLocks:
-    """One lock per path, so two coder subagents never edit one file at once."""
-
-    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-
-    def get(self, path: str) -> asyncio.Lock:
-        return self.locks.setdefault(path, asyncio.Lock())
 
 
 class NestedRecorder:

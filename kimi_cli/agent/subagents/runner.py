@@ -17,7 +17,6 @@ from kimi_cli.agent.loop import Agent, Provider
 from kimi_cli.agent.subagents.kinds import (
     SUB_MAX_STEPS,
     AgentKind,
-    FileLocks,
     NestedRecorder,
     builtin_kinds,
     custom_kinds,
@@ -26,6 +25,7 @@ from kimi_cli.agent.subagents.kinds import (
 )
 from kimi_cli.llm.types import Message
 from kimi_cli.tools.base import Tool, ToolContext, ToolFacts
+from kimi_cli.tools.file_lock import FileLocks
 from kimi_cli.tools.registry import ToolRegistry
 from kimi_cli.tools.workspace import Workspace
 
@@ -41,7 +41,7 @@ class SubagentFactory:
     log: Any  # the session: has append(entry); a run's steps are logged in it, nested
     max_output_tokens: int | None = None
     gate: Callable[[], SessionGate] | None = None  # the session's hooks for the subagent's calls and its stop
-    services: dict[str, Any] = field(default_factory=dict)  # tool services the session shares (skill folders)
+    read_roots: list[tuple[str, Path]] = field(default_factory=list)  # the user's skill folders (ReadFile)
     # The session's deferred MCP tools (over the model's tool limit) and that limit: a subagent gets its own
     # SearchTools over those its kind allows (kimi_cli.extensions.mcp.deferred).
     deferred: Callable[[], tuple[list[Tool[Any]], int]] | None = None
@@ -81,7 +81,7 @@ class SubagentRunner:
             provider=self.factory.provider(run_id),
             registry=registry,
             ctx=ToolContext(
-                workspace=Workspace(self.factory.workdir), services={**self.factory.services, "file_locks": self.locks}
+                workspace=Workspace(self.factory.workdir), read_roots=self.factory.read_roots, file_locks=self.locks
             ),
             recorder=recorder,
             emit=lambda event: None,  # the parent sees the report, not the steps; the log keeps them

@@ -65,7 +65,7 @@ class McpTool(Tool[McpArgs]):
             raise ToolError(str(exc)) from None
         import asyncio
 
-        return await asyncio.to_thread(convert_result, result, ctx.services.get("image_limits"))  # Pillow: off the loop
+        return await asyncio.to_thread(convert_result, result, ctx.image_limits)  # Pillow: off the loop
 
 
 def sized_image(mime_type: str | None, data_b64: str, limits: Any) -> tuple[str | None, str]:

@@ -141,7 +141,7 @@ class KimiAcpAgent:
         session.mcp_servers = mcp_servers
         holder["s"] = session
         if self.editor_fs:
-            agent.ctx.services["editor_files"] = EditorFs(self.conn, session.id, runtime.workdir)
+            agent.ctx.editor_files = EditorFs(self.conn, session.id, runtime.workdir)
         self.sessions[session.id] = session
         return session
 

@@ -181,10 +181,10 @@ class EnvCommands:
         if not self.app.runtime.config.web.enabled:
             self.console.print("kimi has no web tools in this session ([web] enabled = false in the config)")
             return
-        services = self.app.agent.ctx.services
+        ctx = self.app.agent.ctx
         if arg:
-            services["web_off"] = arg == "off"
-        if services.get("web_off"):
+            ctx.web_off = arg == "off"
+        if ctx.web_off:
             self.console.print("web fetching is off for this session: kimi cannot fetch pages (/web on allows it)")
         else:
             self.console.print("web fetching is on: kimi may fetch pages, asking first for hosts nobody named")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kimi_cli.extensions.mcp.redact import redacted_args, redacted_url
+from kimi_cli.util.redact import redacted_args, redacted_url
 
 mcp_app = typer.Typer(
     name="mcp",

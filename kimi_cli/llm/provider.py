@@ -29,7 +29,8 @@ from kimi_cli.llm.retry import backoff_delay, parse_retry_after
 from kimi_cli.llm.transport import HttpxTransport, OpenAITransport, Transport
 from kimi_cli.llm.types import Completion, Message
 from kimi_cli.llm.wire import EncodedHistory
-from kimi_cli.util.logs import MIN_SECRET_LEN, get_logger, register_secret
+from kimi_cli.util.logs import get_logger
+from kimi_cli.util.redact import MIN_SECRET_LEN, register_secret
 
 __all__ = ["ChatProvider", "StreamCallbacks"]
 

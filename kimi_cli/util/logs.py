@@ -6,32 +6,22 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import ClassVar
 
 from kimi_cli.util.paths import kimi_home
+from kimi_cli.util.redact import redact
 
 LOGGER = "kimi"
-MIN_SECRET_LEN = 8  # shorter "keys" are dummies for local servers (e.g. "x"), not secrets
 
 
 class RedactSecrets(logging.Filter):
-    """Replaces each registered secret in a record's final message; runs on every handler."""
-
-    secrets: ClassVar[set[str]] = set()
+    """Each record's final message through the one redactor (kimi_cli.util.redact); runs on every handler."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            for secret in self.secrets:
-                message = message.replace(secret, "[REDACTED]")
-            record.msg, record.args = message, None
+        message = record.getMessage()
+        hidden = redact(message)
+        if hidden != message:
+            record.msg, record.args = hidden, None
         return True
-
-
-def register_secret(value: str | None) -> None:
-    """Make sure `value` never appears in a log line (the API key, a header token)."""
-    if value and len(value) >= MIN_SECRET_LEN:
-        RedactSecrets.secrets.add(value)
 
 
 def log_dir() -> Path:

@@ -234,7 +234,7 @@ def _describe(exc: BaseException, startup_timeout: float) -> str:
     if isinstance(exc, BaseExceptionGroup):
         inner = exc.exceptions[0] if exc.exceptions else exc
         return _describe(inner, startup_timeout)
-    from kimi_cli.extensions.mcp.redact import redacted_urls_in
+    from kimi_cli.util.redact import redacted_urls_in
 
     text = redacted_urls_in(" ".join(str(exc).split()))[:300]  # an HTTP error quotes the URL it requested
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

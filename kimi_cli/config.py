@@ -17,7 +17,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from kimi_cli.errors import ConfigError
-from kimi_cli.extensions.hooks.config import HooksTable
 from kimi_cli.hostsafe import trust
 from kimi_cli.util.paths import kimi_home
 
@@ -131,6 +130,43 @@ class ModelOverride(_Strict):
 
 class ImageSettings(_Strict):
     long_edge: int | None = Field(default=None, ge=64, le=16384)  # None: the model table's bound
+
+
+HOOK_EVENTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+)
+HookEvent = Literal[
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+]
+HOOK_TIMEOUT = 60.0
+
+
+class HookSettings(_Strict):
+    """One `[[hooks.EVENT]]` table, as written in a config file (kimi_cli.extensions.hooks runs them)."""
+
+    command: str = Field(min_length=1)
+    matcher: str | None = None
+    timeout: float = Field(default=HOOK_TIMEOUT, gt=0, le=3600)
+    on_failure: Literal["continue", "block"] = "continue"
+
+
+HooksTable = dict[HookEvent, list[HookSettings]]
 
 
 class Config(_Strict):

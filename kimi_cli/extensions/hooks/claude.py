@@ -19,7 +19,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimi_cli.extensions.hooks.config import DEFAULT_TIMEOUT, EVENTS, Hook
+from kimi_cli.config import HOOK_EVENTS, HOOK_TIMEOUT
+from kimi_cli.extensions.hooks.config import Hook
 from kimi_cli.util import jsonsafe
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def hooks_in(table: object, source: str) -> list[Hook]:
     out: list[Hook] = []
     if not isinstance(table, dict):
         return out
-    for event in EVENTS:
+    for event in HOOK_EVENTS:
         groups = table.get(event)
         if not isinstance(groups, list):
             continue
@@ -68,9 +69,7 @@ def hooks_in(table: object, source: str) -> list[Hook]:
                 if not isinstance(command, str) or not command.strip():
                     continue
                 timeout = item.get("timeout")
-                seconds = (
-                    float(timeout) if isinstance(timeout, int | float) and 0 < timeout <= 3600 else DEFAULT_TIMEOUT
-                )
+                seconds = float(timeout) if isinstance(timeout, int | float) and 0 < timeout <= 3600 else HOOK_TIMEOUT
                 out.append(Hook(event, command, matcher, seconds, "continue", source, index, dialect="claude"))
                 index += 1
     return out

@@ -20,34 +20,10 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from kimi_cli.config import HOOK_EVENTS, HooksTable
 
-EVENTS = (
-    "PreToolUse",
-    "PostToolUse",
-    "UserPromptSubmit",
-    "Stop",
-    "SubagentStop",
-    "SessionStart",
-    "SessionEnd",
-    "PreCompact",
-    "Notification",
-)
-HookEvent = Literal[
-    "PreToolUse",
-    "PostToolUse",
-    "UserPromptSubmit",
-    "Stop",
-    "SubagentStop",
-    "SessionStart",
-    "SessionEnd",
-    "PreCompact",
-    "Notification",
-]
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
-DEFAULT_TIMEOUT = 60.0
 
 # Claude Code's tool names -> kimi's: a matcher written for Claude Code ("Bash", "Edit|Write") matches the
 # kimi tool that does the same. One line per tool; keep it data.
@@ -66,20 +42,6 @@ CLAUDE_TOOL_NAMES: dict[str, str] = {
     "BashOutput": "TaskOutput",
     "KillShell": "TaskStop",
 }
-
-
-class HookSettings(BaseModel):
-    """One `[[hooks.EVENT]]` table, as written in a config file."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    command: str = Field(min_length=1)
-    matcher: str | None = None
-    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0, le=3600)
-    on_failure: Literal["continue", "block"] = "continue"
-
-
-HooksTable = dict[HookEvent, list[HookSettings]]
 
 
 @dataclass(frozen=True)
@@ -140,7 +102,7 @@ def hooks_from(table: object, source: str) -> list[Hook]:
     except ValidationError:
         return []
     out: list[Hook] = []
-    for event in EVENTS:
+    for event in HOOK_EVENTS:
         for index, item in enumerate(parsed.get(event, [])):  # type: ignore[call-overload]
             out.append(Hook(event, item.command, item.matcher, item.timeout, item.on_failure, source, index))
     return out

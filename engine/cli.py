@@ -326,7 +326,9 @@ def bench_command(
     except ValueError:
         _fail("--context and --concurrency take comma-separated numbers (1k, 32k, 1m)", 2)
     started = time.perf_counter()
-    key = os.environ.get("KIMI_API_KEY", "EMPTY")
+    from kimi_cli.hostsafe.secrets import key_variables  # the local provider's key variables
+
+    key = next((os.environ[v] for v in key_variables("local") if os.environ.get(v)), "EMPTY")
     try:
         rows = asyncio.run(run_bench(base, model, contexts, levels, requests, max_tokens, key))
     except Exception as exc:

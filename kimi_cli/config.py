@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from kimi_cli.errors import ConfigError
 from kimi_cli.hostsafe import trust
+from kimi_cli.hostsafe.secrets import key_variables, named
 from kimi_cli.util.paths import kimi_home
 
 ProviderKind = Literal["moonshot", "local", "openai"]
@@ -25,10 +26,11 @@ SandboxMode = Literal["auto", "bwrap", "landlock", "docker", "none"]
 
 DEFAULT_MODEL = "kimi-k3.1-pro"
 HEADLESS_MAX_STEPS = 1000
+# The variables each provider's key is read from are in kimi_cli.hostsafe.secrets (the one table of them).
 PROVIDER_DEFAULTS: dict[str, dict[str, Any]] = {
-    "moonshot": {"base_url": "https://api.moonshot.ai/v1", "key_env": ["KIMI_API_KEY", "MOONSHOT_API_KEY"]},
-    "local": {"base_url": "http://127.0.0.1:8000/v1", "key_env": ["KIMI_API_KEY"]},
-    "openai": {"base_url": None, "key_env": ["KIMI_API_KEY", "OPENAI_API_KEY"]},
+    "moonshot": {"base_url": "https://api.moonshot.ai/v1"},
+    "local": {"base_url": "http://127.0.0.1:8000/v1"},
+    "openai": {"base_url": None},
 }
 KEY_REQUIRED = {"moonshot"}
 
@@ -319,11 +321,11 @@ def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> E
     model = config.model or profile.model or (_served_engine_model() if config.provider == "local" else None)
     key = config.api_key.get_secret_value() if config.api_key else ""
     if not key:
-        key = next((env[v] for v in defaults["key_env"] if env.get(v)), "")
+        key = next((env[v] for v in key_variables(provider) if env.get(v)), "")
     if not key and config.provider in KEY_REQUIRED:
         raise ConfigError(
-            f"no API key for provider '{config.provider}': run `kimi login` to set one up, or export "
-            "KIMI_API_KEY=... (or MOONSHOT_API_KEY). Get a key at https://platform.moonshot.ai"
+            f"no API key for provider '{config.provider}': run `kimi login` to set one up, or export one of "
+            f"{named(config.provider)}. Get a key at https://platform.moonshot.ai"
         )
     return Endpoint(provider, base_url.rstrip("/"), model or DEFAULT_MODEL, key or "EMPTY")
 

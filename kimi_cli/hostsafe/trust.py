@@ -145,7 +145,7 @@ def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Wid
 
 def _hidden(server: Any) -> str:
     """What a server's config does beyond its command line, which the question would otherwise not show:
-    the environment variables of yours it reads (`${KIMI_API_KEY}` in a header goes to its URL), and the
+    the environment variables of yours it reads (a `${VAR}` in a header goes to its URL), and the
     environment it sets (NODE_OPTIONS, LD_PRELOAD and PYTHONPATH load other code)."""
     import re
 

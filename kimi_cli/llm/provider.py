@@ -263,7 +263,9 @@ class ChatProvider:
 
     def _stop(self, failure: Failure, last: str) -> KimiError:
         url, model = self.endpoint.base_url, self.endpoint.model
-        key_vars = "KIMI_API_KEY / MOONSHOT_API_KEY" if self.endpoint.provider == "moonshot" else "KIMI_API_KEY"
+        from kimi_cli.hostsafe.secrets import named
+
+        key_vars = named(self.endpoint.provider)
         if failure.kind == "auth":
             return ConfigError(f"{url} refused the API key ({last}). Check {key_vars} or api_key in the config.")
         if failure.kind == "not_found":

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kimi_cli.hostsafe.secrets import ALL_KEY_VARIABLES
+
 SANE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # Names (fnmatch patterns) a build, a test suite or a toolchain reads. None of them names a secret; any
@@ -57,11 +59,11 @@ ALLOW = (
     "RUNNER_TEMP", "GITLAB_CI", "CI_COMMIT_SHA", "CI_COMMIT_REF_NAME", "CI_PROJECT_DIR", "CI_PIPELINE_ID",
     "BUILDKITE", "CIRCLECI", "TRAVIS", "TF_BUILD", "JENKINS_HOME", "TEAMCITY_VERSION", "BITBUCKET_BUILD_NUMBER",
 )  # fmt: skip
-# Never, not even through env_allow: kimi's own key, what would run code in every shell, what names a host
-# socket or a credential cache.
+# Never, not even through env_allow: kimi's own key (every provider's key variable, kimi_cli.hostsafe.secrets),
+# what would run code in every shell, what names a host socket or a credential cache.
 NEVER = ("BASH_ENV", "ENV", "PROMPT_COMMAND", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "SSH_AUTH_SOCK",
          "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST", "XDG_RUNTIME_DIR",
-         "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "KRB5CCNAME", "KIMI_API_KEY", "MOONSHOT_API_KEY")  # fmt: skip
+         "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "KRB5CCNAME", *ALL_KEY_VARIABLES)  # fmt: skip
 # Shell bookkeeping: withheld without a word (the note is for variables someone might miss).
 QUIET = ("_", "SHLVL", "OLDPWD", "PWD", "HOSTNAME", "HOSTTYPE", "MACHTYPE", "OSTYPE", "PS1", "PS2", "PS4", "MAIL",
          "LS_COLORS", "LESSOPEN", "LESSCLOSE", "MOTD_SHOWN", "SHELL_SESSION_ID", "SSH_CONNECTION", "SSH_CLIENT",

@@ -56,13 +56,6 @@ class HookRun:
         return f"exit code {self.exit_code}" + (f": {detail}" if detail else "")
 
 
-def _key_variables() -> set[str]:
-    """Every variable kimi may take its API key from (each provider's), as config.py lists them."""
-    from kimi_cli.config import PROVIDER_DEFAULTS
-
-    return {name for settings in PROVIDER_DEFAULTS.values() for name in settings["key_env"]}
-
-
 def _encode(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", errors="surrogateescape")
 
@@ -211,8 +204,9 @@ class HookRunner:
         (a project's activated `.venv/bin` comes first on it, and a command could plant `python3` there for
         the next hook to run on the host), and without kimi's own API keys (no hook needs them)."""
         from kimi_cli.hostsafe.programs import trusted_path
+        from kimi_cli.hostsafe.secrets import without_keys  # every provider's key variables
 
-        env = {k: v for k, v in os.environ.items() if k not in _key_variables()}
+        env = without_keys(os.environ)
         env["PATH"] = trusted_path(env.get("PATH", os.defpath), (self.workdir,))
         env.update({"CLAUDE_PROJECT_DIR": str(self.workdir), "KIMI_PROJECT_DIR": str(self.workdir)})
         env.update(self.extra_env)

@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kimi_cli.hostsafe.project_settings import ProjectSettings
 
-KIMI_KEYS = ("KIMI_API_KEY", "MOONSHOT_API_KEY")
-
 
 def command_line(command: str, args: list[str]) -> str:
     return shlex.join([command, *map(str, args)])
@@ -132,11 +130,12 @@ def code_from_cwd(args: list[str]) -> bool:
 def server_env(
     own: dict[str, str], args: list[str] | None = None, environ: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """The server's environment: kimi's without kimi's API key (and, for `python -m`, with PYTHONSAFEPATH so
-    the workspace is not on sys.path), then the server's own `env`, which may set anything back."""
-    base = dict(os.environ if environ is None else environ)
-    for key in KIMI_KEYS:
-        base.pop(key, None)
+    """The server's environment: kimi's without any variable kimi reads its API key from (every provider's:
+    kimi_cli.hostsafe.secrets), and for `python -m` with PYTHONSAFEPATH so the workspace is not on sys.path;
+    then the server's own `env`, which may set anything back (`"NAME": "${NAME}"` passes one on)."""
+    from kimi_cli.hostsafe.secrets import without_keys
+
+    base = without_keys(os.environ if environ is None else environ)
     if code_from_cwd(args or []):
         base["PYTHONSAFEPATH"] = "1"
     return {**base, **own}

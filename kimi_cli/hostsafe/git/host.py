@@ -46,6 +46,7 @@ from kimi_cli.hostsafe.git.repo_guard import (
     planted_since_start,
     remember_session_start,
 )
+from kimi_cli.hostsafe.secrets import ALL_KEY_VARIABLES, without_keys
 
 __all__ = [
     "HARDENING", "RepoLocation", "SafeGit", "SessionBaseline", "UnsafeRepository", "active_hooks", "baseline",
@@ -110,8 +111,6 @@ HARDENED_ENV: dict[str, str] = {
 # The user's own identity variables survive; every other GIT_* variable (GIT_DIR, GIT_EXTERNAL_DIFF, ...) goes.
 KEEP_ENV = {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
             "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_CONFIG_GLOBAL"}  # fmt: skip
-# Git never needs kimi's API key; an allowed hook (and whatever project code it runs) must not get it either.
-KIMI_KEYS = {"KIMI_API_KEY", "MOONSHOT_API_KEY"}
 # Porcelain that runs diff drivers and textconv unless told not to.
 DIFF_PORCELAIN = {"diff", "log", "show", "whatchanged"}
 DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
@@ -135,7 +134,8 @@ def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     from kimi_cli.hostsafe.programs import trusted_path
 
     src = os.environ if environ is None else environ
-    env = {k: v for k, v in src.items() if (not k.startswith("GIT_") or k in KEEP_ENV) and k not in KIMI_KEYS}
+    # Git never needs kimi's API key; an allowed hook (and whatever project code it runs) must not get it either.
+    env = {k: v for k, v in without_keys(src).items() if not k.startswith("GIT_") or k in KEEP_ENV}
     env.update(HARDENED_ENV)
     env["PATH"] = trusted_path(src.get("PATH", os.defpath))  # no folder a sandboxed command can write
     return env
@@ -371,7 +371,7 @@ class SafeGit:
         for key in os.environ:
             if key.startswith("GIT_") and key not in env:
                 env[key] = self._neutral(key, env["GIT_DIR"], env["GIT_COMMON_DIR"])
-            elif key in KIMI_KEYS:
+            elif key in ALL_KEY_VARIABLES:
                 env[key] = ""  # gitpython merges os.environ back in: an empty value is what reaches git
         roots = (self._workspace, loc.work_tree)
         argv = [git_program(roots), *safe_args([command, *args])]

@@ -64,6 +64,7 @@ def plant_bug(root: Path) -> None:
     git(root, "commit", "-q", "-am", "break ensure_str")
 
 
+@pytest.mark.timeout(360)  # the project's own test suite, run per attempt
 def test_red_to_green_commits_on_a_branch_and_reports(
     six_repo: Path, env: dict, server: ScriptedModelServer, tmp_path: Path
 ) -> None:
@@ -99,6 +100,7 @@ def test_red_to_green_commits_on_a_branch_and_reports(
     assert "test_int2byte" in first_request and "Failing tests" in first_request
 
 
+@pytest.mark.timeout(360)
 def test_already_green_exits_0_without_calling_the_model(
     six_repo: Path, env: dict, server: ScriptedModelServer
 ) -> None:
@@ -108,6 +110,7 @@ def test_already_green_exits_0_without_calling_the_model(
     assert server.requests == []
 
 
+@pytest.mark.timeout(360)
 def test_a_fix_that_never_passes_exits_3_and_says_so(
     six_repo: Path, env: dict, server: ScriptedModelServer, tmp_path: Path
 ) -> None:

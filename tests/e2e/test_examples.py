@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from scripted_server import ScriptedModelServer
 from support import ROOT_DIR, TEST_KEY, TESTS_DIR, git, require, tool_call
 
@@ -22,6 +24,7 @@ def script_env(env: dict, server: ScriptedModelServer) -> dict[str, str]:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}  # fmt: skip
 
 
+@pytest.mark.timeout(240)  # a 180 s budget
 def test_refactor_example_makes_one_verified_commit(tmp_path: Path, env: dict, server: ScriptedModelServer) -> None:
     repo = tmp_path / "geo"
     repo.mkdir()
@@ -67,6 +70,7 @@ def test_refactor_example_makes_one_verified_commit(tmp_path: Path, env: dict, s
     assert "area_of" not in (repo / "geometry.py").read_text()
 
 
+@pytest.mark.timeout(240)  # a 180 s budget
 def test_refactor_example_refuses_to_commit_a_half_rename(
     tmp_path: Path, env: dict, server: ScriptedModelServer
 ) -> None:
@@ -146,6 +150,7 @@ def test_the_workflow_installs_kimi_from_its_repository_not_from_pypi() -> None:
     assert not re.search(r"pip install [\"']?kimi-cli-agent[\"']?\s*$", runs, re.MULTILINE)  # not on PyPI
 
 
+@pytest.mark.timeout(360)  # pip builds kimi: a 300 s budget
 def test_the_workflows_install_line_builds_kimi_from_a_checkout(tmp_path: Path) -> None:
     """The same requirement, pointed at this checkout: pip clones it and builds kimi's metadata."""
     spec, _ = workflow_install()
@@ -172,6 +177,7 @@ def test_actionlint_check_catches_a_broken_workflow(tmp_path: Path) -> None:
 SHOT = EXAMPLES / "screenshot-to-code"
 
 
+@pytest.mark.timeout(360)  # a 300 s budget
 def test_screenshot_to_code_sends_the_image_writes_html_and_scores_it(
     tmp_path: Path, env: dict, server: ScriptedModelServer
 ) -> None:
@@ -209,6 +215,7 @@ def test_screenshot_comparison_scores_a_different_page_lower(tmp_path: Path) -> 
     assert 0.5 < scores["ssim"] < 0.999 and scores["pixels_changed"] > 0
 
 
+@pytest.mark.timeout(240)  # a 180 s budget
 def test_refactor_example_split_across_three_subagents_makes_one_commit(
     tmp_path: Path, env: dict, server: ScriptedModelServer
 ) -> None:

@@ -15,7 +15,8 @@ import pytest
 from llama_support import N_CTX
 from support import run_kimi
 
-pytestmark = pytest.mark.interop
+# SmolLM2 on two loaded cores: llama-server's start (up to 120 s, in the first test) and 300 s answers.
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(480)]
 
 
 def cap_answers(env: dict, tokens: int = 256) -> None:

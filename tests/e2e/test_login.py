@@ -91,6 +91,7 @@ def test_moonshot_needs_a_key_and_the_no_key_error_names_login(repo: Path, env: 
     assert no_key.returncode == 2 and "kimi login" in no_key.stderr
 
 
+@pytest.mark.timeout(300)  # llama-server's start included
 @pytest.mark.interop
 def test_login_against_llama_server(repo: Path, env: dict, home: Path, llama_server: str) -> None:
     child = login(repo, env, "--provider", "openai")

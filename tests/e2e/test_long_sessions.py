@@ -6,6 +6,8 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
+
 from scripted_server import ScriptedModelServer
 from support import result_json, run_kimi, tool_call, tool_results
 
@@ -14,6 +16,7 @@ def events(proc) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
+@pytest.mark.timeout(360)  # a 300 s run
 def test_an_edit_test_loop_of_50_rounds_that_rereads_and_reruns_finishes(
     repo: Path, env: dict, server: ScriptedModelServer
 ) -> None:
@@ -69,6 +72,7 @@ def test_identical_calls_in_one_turn_run_once_and_share_the_result(
     assert len(results) == 3 and len(set(results)) == 1
 
 
+@pytest.mark.timeout(360)  # a 300 s run
 def test_a_300_step_headless_run_is_not_cut_at_200(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     server.add(*[{"tool_calls": [tool_call("Glob", {"pattern": f"*{i}"}, f"g{i}")]} for i in range(300)])
     server.add({"text": "long work done"})

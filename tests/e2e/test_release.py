@@ -22,6 +22,9 @@ from scripted_server import ScriptedModelServer
 from support import ROOT_DIR, TEST_KEY, git, tool_call
 
 ROOT = ROOT_DIR
+# Run alone, the first test also builds the wheel and installs it with its dependencies into a fresh venv.
+pytestmark = pytest.mark.timeout(600)
+
 MAPPED = {"tools": "kimi_cli/tools", "engine": "kimi_cli/engine", "kimi_cli": "kimi_cli"}
 
 

@@ -36,6 +36,7 @@ def test_each_task_fails_before_its_fix_and_passes_after_it(task: prompt_eval.Ta
     assert passed, output
 
 
+@pytest.mark.timeout(960)  # bench/prompt_eval.py's whole scripted set: a 900 s budget
 def test_the_scripted_run_passes_every_task_with_steps_tokens_and_a_report(tmp_path: Path) -> None:
     out = tmp_path / "eval.json"
     proc = subprocess.run(
@@ -74,6 +75,7 @@ def test_a_prompt_variant_replaces_the_instructions_the_endpoint_receives(tmp_pa
     assert server.headers[0].get("authorization", server.headers[0].get("Authorization")) == f"Bearer {TEST_KEY}"
 
 
+@pytest.mark.timeout(1380)  # llama-server's start (120 s) and a 1,200 s budget
 @pytest.mark.interop
 def test_the_prompt_lab_runs_against_llama_server(tmp_path: Path, llama_server: str) -> None:
     out = tmp_path / "eval.json"

@@ -14,10 +14,15 @@ import pytest
 HERE = Path(__file__).parent
 
 
+UNIT_TIMEOUT = 60  # seconds: a unit test takes well under one; the limit only catches a hang
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.unit)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT))
 
 
 @pytest.fixture(autouse=True)

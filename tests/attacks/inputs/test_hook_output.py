@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scripted_server import ScriptedModelServer
 from support import TEST_KEY, kimi_executable, run_for_peak_rss, run_kimi, tool_call, tool_results
 
@@ -18,6 +20,7 @@ def user_hooks(home: Path, toml: str) -> None:
     config.write_text(config.read_text() + "\n" + toml)
 
 
+@pytest.mark.timeout(360)  # a gigabyte per stream: a 300 s budget
 def test_a_hook_writing_a_gigabyte_on_each_stream_leaves_kimi_under_600_mb_and_says_it_was_cut(
     repo: Path, home: Path, env: dict, server: ScriptedModelServer
 ) -> None:

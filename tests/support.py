@@ -217,6 +217,20 @@ def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = ""
         time.sleep(interval)
 
 
+async def await_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "", interval: float = 0.02) -> T:
+    """wait_until for a test's own event loop: polls without blocking the loop, so what it waits for can run."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what or getattr(predicate, '__name__', 'it')}")
+        await asyncio.sleep(interval)
+
+
 def in_ci() -> bool:
     """CI=true (set by .ci/run, and by GitHub Actions and most CI services)."""
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")

@@ -14,7 +14,7 @@ import pytest
 
 from acp_support import EditorClient, RecordingClient, agent_env, node_script, run
 from scripted_server import ScriptedModelServer
-from support import ROOT_DIR, kimi_executable, processes_with, require, tool_call, wait_until
+from support import ROOT_DIR, await_until, kimi_executable, processes_with, require, tool_call, wait_until
 
 
 def test_a_prompt_streams_chunks_and_an_edit_arrives_as_a_diff(
@@ -75,8 +75,8 @@ def test_cancel_in_the_middle_of_a_slow_command_leaves_no_process(
     async def flow(conn: Any, proc: Any) -> Any:
         session = await conn.new_session(cwd=str(repo), mcp_servers=[])
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("wait")]))
-        while "tool_call" not in client.kinds() or not processes_with("sleep 97.5"):  # the command runs
-            await asyncio.sleep(0.05)
+        await await_until(lambda: "tool_call" in client.kinds() and processes_with("sleep 97.5"), 60,
+                          "the command to run")  # fmt: skip
         await conn.cancel(session_id=session.session_id)
         return await turn
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from scripted_server import ScriptedModelServer
-from support import TEST_KEY, free_port, kimi_executable, processes_with, run_kimi, tool_call, tool_results
+from support import TEST_KEY, free_port, kimi_executable, processes_with, run_kimi, tool_call, tool_results, wait_until
 
 FETCH = "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/').status)\""
 
@@ -35,8 +34,7 @@ def test_a_background_server_is_reached_by_a_later_command_then_stopped(
     assert "200" in fetched
     assert "task-1: running" in output and '"GET / HTTP/1.1" 200' in output
     assert "task-1 stopped" in stopped
-    time.sleep(0.3)
-    assert processes_with(f"http.server {port}") == []
+    wait_until(lambda: processes_with(f"http.server {port}") == [], 5, "the stopped server to be gone")
 
 
 def test_with_the_network_off_each_command_has_its_own_loopback(
@@ -51,8 +49,7 @@ def test_with_the_network_off_each_command_has_its_own_loopback(
     proc = run_kimi(["-p", "serve"], repo, env, server, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "Connection refused" in tool_results(server, 2)[1]
-    time.sleep(0.3)
-    assert processes_with(f"http.server {port}") == []  # and it died with the session
+    wait_until(lambda: processes_with(f"http.server {port}") == [], 5, "the server to die with the session")
 
 
 def test_a_fifth_task_is_refused_and_a_finished_one_is_announced(
@@ -72,8 +69,7 @@ def test_a_fifth_task_is_refused_and_a_finished_one_is_announced(
     results = tool_results(server, 3)[-5:]
     assert all(r.startswith("task_id:") for r in results[:4])
     assert "4 background tasks are already running" in results[4]
-    time.sleep(0.3)
-    assert processes_with("sleep 30 # bg") == []
+    wait_until(lambda: processes_with("sleep 30 # bg") == [], 5, "the tasks to die with the session")
 
 
 def test_tasks_die_when_kimi_is_killed(repo: Path, env: dict, server: ScriptedModelServer) -> None:
@@ -89,11 +85,7 @@ def test_tasks_die_when_kimi_is_killed(repo: Path, env: dict, server: ScriptedMo
         event = json.loads(line)
         if event["type"] == "tool_call" and "sleep 60" in event["arguments"]:
             break
-    time.sleep(0.5)
-    assert processes_with("sleep 300 # orphan-check")
+    wait_until(lambda: processes_with("sleep 300 # orphan-check"), 15, "the background task to start")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 5
-    while processes_with("sleep 300 # orphan-check") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_with("sleep 300 # orphan-check") == []
+    wait_until(lambda: processes_with("sleep 300 # orphan-check") == [], 5, "the task to die with kimi")

@@ -29,7 +29,7 @@ from kimi_cli.session.store import Session
 from kimi_cli.session.undo.checkpointer import SessionCheckpointer, plan_undo, undo_state
 from kimi_cli.session.undo.shadow import ShadowRepo
 
-from support import marker_script, ran
+from support import await_until, marker_script, ran
 
 CRLF = b"line one\r\nline two\r\n"
 
@@ -278,7 +278,7 @@ def test_a_deferred_snapshot_that_fails_is_logged_and_told_on_the_loop(tmp_path:
         (checkpointer.shadow.git_dir / "index").mkdir()  # git cannot write its index now
         await checkpointer.snapshot("after", 1, 1, ["Shell"])
         session.settle()
-        await asyncio.sleep(0.05)  # the notice was handed to the loop
+        await await_until(lambda: told, 5, "the notice, handed to the loop")
 
     main = threading.current_thread()
     asyncio.run(step())

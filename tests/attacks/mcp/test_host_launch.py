@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.manager import McpManager
 from kimi_cli.hostsafe import trust
 
-from support import TEST_KEY, TESTS_DIR, run_kimi, trust_folder
+from support import TEST_KEY, TESTS_DIR, run_kimi, trust_folder, wait_until
 
 FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 
@@ -175,9 +174,7 @@ def test_a_server_that_names_kimis_key_in_its_env_still_gets_it(
         assert manager.states["probe"].status == "ready", manager.states["probe"].error
     finally:
         manager.close()
-    deadline = time.monotonic() + 5
-    while not marks.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(marks.exists, 5, "the server's marks")
     assert marks_of(marks) == ["real", "key=True"]
 
 

@@ -12,12 +12,6 @@ from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.workspace import Workspace
 
 
-def image_bytes_url(data: bytes, label: str, limits: ImageLimits | None = None) -> str:
-    """A data URL for image bytes already read, downscaled and re-encoded where the model needs it;
-    ValueError (ImageError) when they are not a supported image or cannot fit the request."""
-    return prepare(data, limits or ImageLimits(), label).data_url()
-
-
 def read_workspace_image(workspace: Workspace, shown: str) -> bytes:
     """An image inside the workspace: resolved there (a link out is refused), then read through a no-follow
     open, regular files only, size checked on the descriptor. ToolError says why not (its cause is the

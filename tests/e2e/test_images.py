@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kimi_cli.media.attachments import find_image_refs
+from kimi_cli.frontends.attachments import find_image_refs
 
 from scripted_server import ScriptedModelServer
 from support import run_kimi

@@ -19,11 +19,11 @@ from kimi_cli.agent.loop import Agent, RunOutcome
 from kimi_cli.agent.runtime import Runtime, SessionChoice
 from kimi_cli.approval.headless import HeadlessApprover
 from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
+from kimi_cli.frontends.attachments import build_user_message, check_attachments
 from kimi_cli.frontends.headless.flow import HeadlessFlow
 from kimi_cli.frontends.headless.output import HeadlessRenderer, OutputFormat
 from kimi_cli.frontends.headless.output_schema import OutputSchema
 from kimi_cli.hostsafe.git.state import switch_to_work_branch
-from kimi_cli.media.attachments import build_user_message, check_attachments
 from kimi_cli.util.sanitize import visible
 from kimi_cli.util.signals import CancelOnSignal
 

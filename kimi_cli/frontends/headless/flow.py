@@ -39,7 +39,7 @@ class HeadlessFlow:
         if not self.prompt.startswith("/"):
             return self._with_schema(message), None
         from kimi_cli.extensions.custom_commands.session import CommandSet, TurnScope, prepare
-        from kimi_cli.media.attachments import build_user_message
+        from kimi_cli.frontends.attachments import build_user_message
 
         commands = CommandSet.load(self.runtime.workdir, folder=self.runtime.folder_trust)
         found = commands.find(self.prompt)

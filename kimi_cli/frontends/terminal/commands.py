@@ -189,7 +189,7 @@ class SlashCommands:
                 Text("usage: /image PATH: attaches an image to your next message (@shot.png in a message works too)")
             )
             return
-        from kimi_cli.media.attachments import named_by_user, read_attachment
+        from kimi_cli.frontends.attachments import named_by_user, read_attachment
         from kimi_cli.media.pipeline import prepare
 
         limits = self.app.runtime.image_limits()

@@ -23,6 +23,7 @@ from rich.text import Text
 from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.agent.runtime import Runtime, SessionChoice
 from kimi_cli.errors import ExitCode, KimiError
+from kimi_cli.frontends.attachments import IMAGE_SUFFIXES, build_user_message
 from kimi_cli.frontends.terminal.approval_view import approval_view
 from kimi_cli.frontends.terminal.approvals import ApprovalRules, InteractiveApprover
 from kimi_cli.frontends.terminal.commands import SlashCommands
@@ -33,7 +34,6 @@ from kimi_cli.frontends.terminal.recap import recap, resume_hint
 from kimi_cli.frontends.terminal.registry import EXIT
 from kimi_cli.frontends.terminal.render import TerminalRenderer
 from kimi_cli.frontends.terminal.status import SessionStatus, elapsed, money, short_tokens
-from kimi_cli.media.attachments import build_user_message
 from kimi_cli.util.paths import kimi_home
 from kimi_cli.util.sanitize import visible, visible_text
 from kimi_cli.util.signals import CancelOnSignal
@@ -304,7 +304,7 @@ class InteractiveApp:
     def pasted_image(self, text: str) -> Path | None:
         """A message that is only the path of an image (a drag-and-drop or a paste) attaches it."""
         candidate = text.strip().strip("'\"").replace("\\ ", " ")
-        if "\n" in candidate or not candidate.lower().endswith((".png", ".jpg", ".jpeg", ".webp", ".gif")):
+        if "\n" in candidate or not candidate.lower().endswith(IMAGE_SUFFIXES):
             return None
         path = Path(candidate).expanduser()
         path = path if path.is_absolute() else self.runtime.workdir / path

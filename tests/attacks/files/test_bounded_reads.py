@@ -9,7 +9,7 @@ would be read with a plain open/read at start:
   folder carries its `.git`, and in a folder that was not a repository a sandboxed command makes one that the
   next session reads.
   Links looping inside `.git/modules` (`x/a -> .`, three of them) make its walk visit 3**40 folders.
-- an image the prompt names (`@shot.png`) or `--image` (kimi_cli/media/attachments.py `check_attachments`): a FIFO
+- an image the prompt names (`@shot.png`) or `--image` (kimi_cli/frontends/attachments.py `check_attachments`): a FIFO
   blocks the start forever (plain `open`).
 - `--output-schema schema.json` kept in the repository (kimi_cli/frontends/headless/output_schema.py):
   a FIFO blocks; a link to /dev/zero reads until MemoryError.

@@ -9,7 +9,8 @@ is the user's file, read as a regular file.
 
 Each one goes through the image pipeline (kimi_cli.media.pipeline): downscaled to the model's long-edge
 bound, upright, one frame, no metadata; a picture that cannot fit the request is refused here, before any
-request."""
+request. A workspace image is read as ReadMediaFile reads one (kimi_cli.tools.media), so this sits with the
+front ends, above the tools: every front end attaches images the same way."""
 
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ from kimi_cli.errors import ConfigError
 from kimi_cli.llm.types import Message
 from kimi_cli.media.pipeline import ImageLimits
 
-IMAGE_REF = re.compile(r"(?<![\w@])@((?:[^\s@]|\\ )+\.(?:png|jpe?g|webp|gif))\b", re.IGNORECASE)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")  # the names an attachment may have
+IMAGE_REF = re.compile(
+    r"(?<![\w@])@((?:[^\s@]|\\ )+\.(?:" + "|".join(s[1:] for s in IMAGE_SUFFIXES) + r"))\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,7 @@ def check_attachments(prompt: str, images: list[str], cwd: Path) -> None:
 def build_user_message(prompt: str, images: list[str], cwd: Path, limits: ImageLimits | None = None) -> Message:
     """A user message with the prompt and every image as a data-URL part, each sized for the model
     (`limits`, from the model table); ConfigError if one is bad or cannot fit the request."""
-    from kimi_cli.tools.media import image_bytes_url
+    from kimi_cli.media.pipeline import prepare
 
     found = attachments(prompt, images, cwd)
     if not found:
@@ -135,7 +139,7 @@ def build_user_message(prompt: str, images: list[str], cwd: Path, limits: ImageL
     parts: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
     for item in found:
         try:
-            url = image_bytes_url(read_attachment(item, cwd), item.shown, limits)
+            url = prepare(read_attachment(item, cwd), limits or ImageLimits(), item.shown).data_url()
         except ValueError as exc:
             raise ConfigError(f"cannot attach image: {exc}") from None
         parts.append({"type": "image_url", "image_url": {"url": url}})

@@ -130,6 +130,16 @@ class ModelOverride(_Strict):
     image_long_edge: int | None = Field(default=None, ge=64, le=16384)
 
 
+class TelemetrySettings(_Strict):
+    """OpenTelemetry export (kimi_cli/telemetry): off unless an endpoint is set here or in the standard
+    OTEL_EXPORTER_OTLP_* variables. OTLP over HTTP/protobuf; `otlp_endpoint` is the collector's base URL
+    (/v1/traces and /v1/metrics are added). Prompt, answer and tool text are sent only with log_prompts."""
+
+    otlp_endpoint: str | None = None
+    otlp_headers: dict[str, str] = Field(default_factory=dict)  # e.g. an auth header the collector wants
+    log_prompts: bool = False
+
+
 class ImageSettings(_Strict):
     long_edge: int | None = Field(default=None, ge=64, le=16384)  # None: the model table's bound
 
@@ -201,6 +211,7 @@ class Config(_Strict):
     effort: Literal["low", "high", "max"] | None = None  # None: high interactive, max headless and ci-repair
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     images: ImageSettings = Field(default_factory=ImageSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     hooks: HooksTable = Field(
         default_factory=dict
     )  # [[hooks.EVENT]]: read per file by kimi_cli.extensions.hooks.config

@@ -9,6 +9,7 @@ the prepared calls' facts; no tool is known by name.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from kimi_cli.agent.gate import SessionGate
 from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.tools.base import ToolContext, ToolResult
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
+
+# The id of the call whose tool is running (each call runs in a task of its own): an approval is told with it.
+RUNNING_CALL: contextvars.ContextVar[str] = contextvars.ContextVar("running_call", default="")
 
 
 @dataclass
@@ -79,6 +83,7 @@ class CallRunner:
 
     async def _one(self, call: PreparedCall, concurrent: bool) -> CallOutcome:
         began = time.perf_counter()
+        RUNNING_CALL.set(call.id)
         run = await self.gate.before_call(call, self.registry) if self.gate is not None else call
         if isinstance(run, ToolResult):  # refused (plan mode) or blocked (a hook): that is the answer
             return CallOutcome(call, run, (time.perf_counter() - began) * 1000)

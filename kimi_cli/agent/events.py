@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -10,6 +11,7 @@ from typing import Any, ClassVar
 class Event:
     type: ClassVar[str] = "event"
     logged: ClassVar[bool] = True  # whether the session log keeps it (deltas live on in the message)
+    shown: ClassVar[bool] = True  # whether front ends get it; observers (Agent.observers) get every event
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, **asdict(self)}
@@ -110,3 +112,56 @@ class Finished(Event):
     usage: dict[str, int] = field(default_factory=dict)
     session_id: str = ""
     message: str = ""
+
+
+@dataclass
+class TurnBegin(Event):
+    """A prompt starts a run of the loop. Observers only: the log's `turn` record and message hold the prompt."""
+
+    type: ClassVar[str] = "turn_begin"
+    logged: ClassVar[bool] = False
+    shown: ClassVar[bool] = False
+    prompt: str
+
+
+@dataclass
+class TurnEnd(Event):
+    """The run of the loop for one prompt ended: done, a budget, cancelled, an error (with its message)."""
+
+    type: ClassVar[str] = "turn_end"
+    shown: ClassVar[bool] = False
+    reason: str
+    exit_code: int
+    steps: int
+    message: str = ""
+
+
+@dataclass
+class ApprovalDecided(Event):
+    """What the approver decided for a call that needed deciding (kimi_cli.agent.approvals): `outcome` is
+    allowed or refused; `answer` is the user's when asked (yes, always, save, no), else empty."""
+
+    type: ClassVar[str] = "approval"
+    shown: ClassVar[bool] = False  # front ends show their own questions
+    call_id: str
+    kind: str  # shell | web | mcp | hook
+    subject: str  # the command, the URL or the tool and its arguments
+    outcome: str
+    answer: str = ""
+    reason: str = ""
+
+
+Observer = Callable[[Event], None]
+
+
+def notify(observers: list[Observer], event: Event) -> None:
+    """Give `event` to each observer. One that raises is dropped (and logged) rather than let it end the
+    session: an exporter's bug must not cost the user their work."""
+    for observer in list(observers):
+        try:
+            observer(event)
+        except Exception:
+            observers.remove(observer)
+            import logging
+
+            logging.getLogger("kimi.events").exception("an event observer failed and was dropped")

@@ -17,13 +17,17 @@ from kimi_cli.agent.events import (
     Compacted,
     Event,
     Notice,
+    Observer,
     ReasoningDelta,
     RetryNotice,
     StepBegin,
     StepEnd,
     TextDelta,
     ToolOutput,
+    TurnBegin,
+    TurnEnd,
     UsageUpdate,
+    notify,
 )
 from kimi_cli.agent.gate import SessionGate
 from kimi_cli.agent.guard import LoopGuard
@@ -35,6 +39,7 @@ from kimi_cli.session.history import INTERRUPTED
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
+from kimi_cli.util.redact import redact
 
 TOOL_OUTPUT_CAP = 100_000
 IMAGES_NOTE = "Images returned by the tool calls above:"
@@ -132,17 +137,44 @@ class Agent:
         self.usage = Usage()
         self.steps = 0
         self.tools_seconds = 0.0
+        self.observers: list[Observer] = []  # every event, the unshown too (kimi_cli.telemetry)
 
     def emit(self, event: Event) -> None:
         if event.logged:
             self.recorder.append_event(event.to_dict())
-        self._emit_ui(event)
+        if self.observers:
+            notify(self.observers, event)
+        if event.shown:
+            self._emit_ui(event)
 
     def add_message(self, message: Message) -> None:
         self.messages.append(message)
         self.recorder.append_message(message)
 
     async def run(self, user_message: Message, preamble: list[Message] | None = None) -> RunOutcome:
+        """One prompt's run, between a TurnBegin and a TurnEnd that says how it ended, whatever ends it."""
+        self.emit(TurnBegin(_prompt_text(user_message, limit=None)))
+        first = self.steps
+        end = TurnEnd("error", int(ExitCode.ERROR), 0)
+        try:
+            outcome = await self._run(user_message, preamble)
+            end = TurnEnd(outcome.reason, int(outcome.exit_code), 0, outcome.message)
+            return outcome
+        except asyncio.CancelledError:
+            end = TurnEnd("cancelled", int(ExitCode.CANCELLED), 0, "cancelled")
+            raise
+        except KimiError as exc:
+            reason = "provider_unavailable" if exc.exit_code == ExitCode.PROVIDER_UNAVAILABLE else "error"
+            end = TurnEnd(reason, int(exc.exit_code), 0, redact(str(exc)))
+            raise
+        except Exception as exc:
+            end = TurnEnd("error", int(ExitCode.ERROR), 0, redact(f"{type(exc).__name__}: {exc}"))
+            raise
+        finally:
+            end.steps = self.steps - first
+            self.emit(end)
+
+    async def _run(self, user_message: Message, preamble: list[Message] | None) -> RunOutcome:
         verdict = await self.gate.prompt(_prompt_text(user_message, limit=None)) if self.gate is not None else None
         if verdict is not None and verdict.blocked:  # a UserPromptSubmit hook: nothing is sent or logged
             why = f"a UserPromptSubmit hook blocked the prompt: {verdict.blocked}"

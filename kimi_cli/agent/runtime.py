@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from kimi_cli.extensions.mcp.deferred import DeferredTools
     from kimi_cli.extensions.skills.loader import Skill
     from kimi_cli.media.pipeline import ImageLimits
+    from kimi_cli.telemetry import SessionTelemetry
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Runtime:
     skills: list[Skill] = field(
         default_factory=list
     )  # SKILL.md folders, listed in the prefix (kimi_cli.extensions.skills)
+    telemetry: SessionTelemetry | None = None  # OpenTelemetry export, when switched on (kimi_cli.telemetry)
     _trust_noticed: bool = False
 
     @classmethod
@@ -160,6 +162,8 @@ class Runtime:
             model_info=with_context(info, window), folder_trust=folder_trust,
         )  # fmt: skip
         runtime.skills = skills
+        session.meta.setdefault("provider", endpoint.provider)  # an export prices the steps by it
+        runtime.start_telemetry(resumed=bool(choice.continue_latest or choice.resume_id))
         runtime.start_features(plan, resumed=bool(choice.continue_latest or choice.resume_id))
         return runtime
 
@@ -210,6 +214,10 @@ class Runtime:
             from kimi_cli.extensions.hooks.approvals import HookAwareApprover
 
             approver = HookAwareApprover(approver)  # type: ignore[assignment]
+        from kimi_cli.agent.approvals import RecordedApprover
+
+        recorded = RecordedApprover(approver)  # questions and refusals go on the record (ApprovalDecided)
+        approver = recorded  # type: ignore[assignment]
         shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, tasks)
         builtin: list[Any] = [shell, Git(identity), TaskOutput(tasks), TaskStop(tasks)]
         notices: list[str] = []
@@ -258,6 +266,9 @@ class Runtime:
             notes=self.tasks.finished_notes,
             gate=SessionGate(self.mode, self.hooks, getattr(approver, "ask", None), start_source=self.start_source),
         )
+        recorded.emit = agent.emit
+        if self.telemetry is not None:
+            agent.observers.append(self.telemetry)
         if self.hooks is not None:
             self.hooks.tell = lambda message: agent.emit(Notice(message))
         if self.mcp is not None and starting:  # the first request does not wait for them
@@ -373,6 +384,8 @@ class Runtime:
         self.session.close()
         self.session, self.history = session, history
         self.resume_note = self.context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
+        if self.telemetry is not None:
+            self.telemetry.switch(session.id, resumed)
 
     def exit_warnings(self) -> list[str]:
         """What the user should hear on leaving: git settings naming a program that the repository gained
@@ -392,8 +405,25 @@ class Runtime:
             "kimi never ran them, but a git command you run by hand there would: check .git/config first."
         ]
 
+    def start_telemetry(self, resumed: bool) -> None:
+        """The OpenTelemetry exporter, when [telemetry] or the OTEL_EXPORTER_OTLP_* variables ask for one."""
+        from kimi_cli.telemetry import SessionFacts, open_telemetry
+
+        def price(usage: Any) -> float:
+            from kimi_cli.llm.costs import cost_of, rates_for
+
+            return cost_of(usage, rates_for(self.info(), self.config.pricing)).total_usd
+
+        facts = SessionFacts(self.session.id, resumed, self.endpoint.provider, lambda: self.endpoint.model, price)
+        self.telemetry = open_telemetry(self.config.telemetry, facts)
+
     async def aclose(self) -> None:
         import asyncio
+
+        if self.telemetry is not None:
+            telemetry, self.telemetry = self.telemetry, None
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(telemetry.close)
 
         if self.hooks is not None:
             hooks, self.hooks = self.hooks, None  # once, however often aclose is called

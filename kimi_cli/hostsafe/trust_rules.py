@@ -51,6 +51,9 @@ WIDENING: dict[str, Any] = {
     "models.*.max_request_bytes": "limit",
     "mcp_config": "nonempty",
     "hooks": "any",
+    "telemetry.otlp_endpoint": "any",  # the session's spans and metrics would go to the folder's collector
+    "telemetry.otlp_headers": "nonempty",
+    "telemetry.log_prompts": "true",  # prompts, answers and tool output in the spans
 }
 # A limit whose values are words: their order, tightest first.
 LIMIT_ORDER: dict[str, tuple[str, ...]] = {"approval.policy": ("never", "ask", "auto")}
@@ -98,6 +101,9 @@ WHAT = {
     "models.*.max_request_bytes": "build requests of up to {value} bytes",
     "mcp_config": "load MCP config files {value}",
     "hooks": "run hook commands",
+    "telemetry.otlp_endpoint": "send the session's telemetry to {host} ({value})",
+    "telemetry.otlp_headers": "send telemetry with its own headers {value}",
+    "telemetry.log_prompts": "put your prompts, answers and tool output in telemetry",
 }
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)  # Docker's "512m", "4g"
 UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.session.store import Session
-from kimi_cli.session.undo.checkpointer import apply_undo, describe_failures, describe_points, plan_undo, undo_state
+from kimi_cli.session.undo.points import apply_undo, describe_failures, describe_points, plan_undo, undo_state
 from kimi_cli.session.undo.shadow import CheckpointError, FileChange, ShadowRepo
 
 VERBS = {"A": "restore", "D": "delete", "M": "rewrite"}
@@ -64,10 +64,6 @@ def list_points(workdir: Path, session_id: str | None) -> int:
     return 0
 
 
-def target_text(plan_target_kind: str, label: str) -> str:
-    return f'before the prompt "{label[:80]}"' if plan_target_kind == "turn" else f"before {label}"
-
-
 def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool) -> int:
     try:
         session = _open(workdir, session_id)
@@ -77,7 +73,7 @@ def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool
     shadow = ShadowRepo(workdir)
     try:
         plan = plan_undo(shadow, session, count)
-        _say(f"undo in session {session.id}: back to {target_text(plan.target.kind, plan.target.label)}")
+        _say(f"undo in session {session.id}: back to {plan.target.where()}")
         _say(_describe(plan.changes))
         for path, size in plan.not_covered:
             _say(f"  not covered (too large to snapshot, left as it is): {path}, {size / 1e6:.0f} MB")
@@ -93,7 +89,7 @@ def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool
         return int(ExitCode.ERROR)
     finally:
         session.close()
-    where = target_text(plan.target.kind, plan.target.label)
+    where = plan.target.where()
     for path, reason in shadow.last_not_restored:
         _say(f"  not restored: {path} ({reason})")
     _say(f"restored {len(changes) - len(shadow.last_not_restored)} file(s); the conversation now ends {where}.")

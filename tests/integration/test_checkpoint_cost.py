@@ -26,7 +26,8 @@ import pytest
 
 from kimi_cli.hostsafe.git import host as host_git
 from kimi_cli.session.store import Session
-from kimi_cli.session.undo.checkpointer import SessionCheckpointer, plan_undo, undo_state
+from kimi_cli.session.undo.checkpointer import SessionCheckpointer
+from kimi_cli.session.undo.points import plan_undo, undo_state
 from kimi_cli.session.undo.shadow import ShadowRepo
 
 from support import await_until, marker_script, ran

@@ -17,7 +17,7 @@ from kimi_cli.cli.login import updated_config
 from kimi_cli.errors import ConfigError
 from kimi_cli.frontends.terminal.prompt import KimiCompleter
 from kimi_cli.frontends.terminal.recap import exchanges
-from kimi_cli.frontends.terminal.registry import CommandRegistry, SlashCommand
+from kimi_cli.frontends.terminal.slash_registry import CommandRegistry, SlashCommand
 
 
 async def _noop(arg: str) -> None:

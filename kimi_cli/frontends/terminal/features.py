@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
-from kimi_cli.frontends.terminal.registry import CommandRegistry, SlashCommand
+from kimi_cli.frontends.terminal.slash_registry import CommandRegistry, SlashCommand
 from kimi_cli.util.sanitize import visible_text
 
 MODE_LABELS = {"plan": "⏸ plan mode", "ask": "ask mode", "auto": "auto mode", "yolo": "yolo mode"}

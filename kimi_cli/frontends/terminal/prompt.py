@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from kimi_cli.frontends.terminal.registry import CommandRegistry
+from kimi_cli.frontends.terminal.slash_registry import CommandRegistry
 from kimi_cli.util.sanitize import visible
 
 MAX_PATHS = 50

@@ -26,13 +26,13 @@ from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.frontends.attachments import IMAGE_SUFFIXES, build_user_message
 from kimi_cli.frontends.terminal.approval_view import approval_view
 from kimi_cli.frontends.terminal.approvals import ApprovalRules, InteractiveApprover
-from kimi_cli.frontends.terminal.commands import SlashCommands
 from kimi_cli.frontends.terminal.features import SessionFeatures
 from kimi_cli.frontends.terminal.input import InputLine, Question
 from kimi_cli.frontends.terminal.prompt import KimiCompleter
 from kimi_cli.frontends.terminal.recap import recap, resume_hint
-from kimi_cli.frontends.terminal.registry import EXIT
 from kimi_cli.frontends.terminal.render import TerminalRenderer
+from kimi_cli.frontends.terminal.slash_commands import SlashCommands
+from kimi_cli.frontends.terminal.slash_registry import EXIT
 from kimi_cli.frontends.terminal.status import SessionStatus, elapsed, money, short_tokens
 from kimi_cli.util.paths import kimi_home
 from kimi_cli.util.sanitize import visible, visible_text

@@ -1,4 +1,5 @@
-"""Built-in slash commands about the session's settings: model, effort, sandbox, rules, tasks, MCP, web."""
+"""The terminal's built-in slash commands about the session's settings: model, effort, sandbox, rules, tasks,
+MCP, web."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from typing import Any
 from rich.text import Text
 
 from kimi_cli.frontends.terminal.host import SessionHost
-from kimi_cli.frontends.terminal.registry import CommandRegistry, SlashCommand
+from kimi_cli.frontends.terminal.slash_registry import CommandRegistry, SlashCommand
 from kimi_cli.util.sanitize import visible, visible_text
 
 MODELS_TIMEOUT = 5.0
 
 
-class EnvCommands:
+class SettingsCommands:
     def __init__(self, app: SessionHost) -> None:
         self.app = app
         self.console = app.console

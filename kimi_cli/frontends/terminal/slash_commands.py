@@ -1,7 +1,9 @@
-"""Built-in slash commands about the conversation: help, sessions, undo, cost, the last output, images.
+"""The terminal's built-in slash commands about the conversation: help, sessions, undo, cost, the last
+output, images. (Not `kimi` subcommands, kimi_cli.cli; nor a user's own slash commands from files,
+kimi_cli.extensions.custom_commands, which join the same registry.)
 
-Each is registered as data (kimi_cli.frontends.terminal.registry): the `/` menu and /help read the registry,
-so features add their own commands the same way. Settings commands are in commands_env.py.
+Each is registered as data (kimi_cli.frontends.terminal.slash_registry): the `/` menu and /help read the
+registry, so features add their own commands the same way. Settings commands are in slash_settings.py.
 """
 
 from __future__ import annotations
@@ -10,13 +12,12 @@ from rich.table import Table
 from rich.text import Text
 
 from kimi_cli.agent.runtime import SessionChoice
-from kimi_cli.cli.undo import target_text
 from kimi_cli.errors import KimiError
 from kimi_cli.frontends.terminal.host import SessionHost
 from kimi_cli.frontends.terminal.picker import session_line
-from kimi_cli.frontends.terminal.registry import EXIT, CommandRegistry, SlashCommand
+from kimi_cli.frontends.terminal.slash_registry import EXIT, CommandRegistry, SlashCommand
 from kimi_cli.session.store import list_sessions
-from kimi_cli.session.undo.checkpointer import apply_undo, describe_points, plan_undo, undo_state
+from kimi_cli.session.undo.points import apply_undo, describe_points, plan_undo, undo_state
 from kimi_cli.session.undo.shadow import CheckpointError, ShadowRepo
 from kimi_cli.util.sanitize import visible, visible_text
 
@@ -31,7 +32,7 @@ class SlashCommands:
     """Dispatches `/name args` through the registry; registers the built-ins."""
 
     def __init__(self, app: SessionHost) -> None:
-        from kimi_cli.frontends.terminal.commands_env import EnvCommands
+        from kimi_cli.frontends.terminal.slash_settings import SettingsCommands
 
         self.app = app
         self.console = app.console
@@ -51,7 +52,7 @@ class SlashCommands:
         add(SlashCommand("cost", "tokens and cost so far", self.cmd_cost))
         add(SlashCommand("image", "attach an image to your next message", self.cmd_image, "/image PATH"))
         add(SlashCommand("reasoning", "show or hide the model's reasoning", self.cmd_reasoning))
-        EnvCommands(app).register(self.registry)
+        SettingsCommands(app).register(self.registry)
 
     async def dispatch(self, line: str) -> str | None:
         name, _, arg = line[1:].strip().partition(" ")
@@ -138,11 +139,7 @@ class SlashCommands:
                 return
         apply_undo(shadow, runtime.session, plan)
         self.app.reload_history()
-        self.console.print(
-            visible_text(
-                f"restored the files; the conversation now ends {target_text(plan.target.kind, plan.target.label)}"
-            )
-        )
+        self.console.print(visible_text(f"restored the files; the conversation now ends {plan.target.where()}"))
 
     async def cmd_diff(self, arg: str) -> None:
         from rich.syntax import Syntax

@@ -41,9 +41,10 @@ def read_in(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
         fd = os.open(name, READ_FLAGS | os.O_NOFOLLOW | CLOEXEC, dir_fd=dir_fd)
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which raises on a folder (a `.gitignore/`)
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb", buffering=0) as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return fh.read(max_bytes)
 
 

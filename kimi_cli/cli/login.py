@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.config import DEFAULT_MODEL, PROVIDER_DEFAULTS
-from kimi_cli.util.paths import kimi_home, write_private
+from kimi_cli.hostsafe.fs import write_private
+from kimi_cli.util.paths import kimi_home
 from kimi_cli.util.sanitize import visible
 
 CHECK_TIMEOUT = 10.0

@@ -68,7 +68,7 @@ def load_state(path: Path) -> PackState | None:
 
 
 def save_state(path: Path, state: PackState) -> None:
-    from kimi_cli.util.paths import write_private  # the pack holds the user's code: 0600 in a 0700 folder
+    from kimi_cli.hostsafe.fs import write_private  # the pack holds the user's code: 0600 in a 0700 folder
 
     with contextlib.suppress(OSError):
         write_private(path, json.dumps(vars(state)))

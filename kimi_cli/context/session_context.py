@@ -109,7 +109,7 @@ class SessionContext:
     def save_baseline(self, session_dir: Path) -> None:
         if self.watcher is not None:
             with contextlib.suppress(OSError):
-                from kimi_cli.util.paths import write_private  # session files are 0600
+                from kimi_cli.hostsafe.fs import write_private  # session files are 0600
 
                 write_private(session_dir / BASELINE_FILE, json.dumps(self.watcher.baseline))
 

@@ -7,7 +7,8 @@ may swap any folder for a link while we work (renameat2 RENAME_EXCHANGE): the ke
 open instead of following it. Callers that honour a symlink inside the workspace (the file tools)
 resolve it first (Workspace.resolve) and open the resolved path, so a link inside still works and a
 swap in between is refused. Checks (a regular file? how big?) use fstat on the opened descriptor, never
-the path string. Writes are a temp file and a rename inside the parent folder's descriptor.
+the path string. Writes are a temp file and a rename inside the parent folder's descriptor: replace_in, the
+one atomic write kimi has (the file tools, undo, the sandbox's guard and kimi's own private files use it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import secrets
 import stat
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 SYS_OPENAT2 = 437  # the same number on x86_64 and aarch64 (syscalls added after 5.1 share one table)
@@ -230,7 +231,8 @@ def split(rel: str) -> tuple[str, str]:
 
 
 def write_atomic_at(root_fd: int, rel: str, data: bytes, new_mode: int = 0o666, keep_mode: bool = True) -> None:
-    """Replace (or create) `rel` with data: a temp file in the parent folder's descriptor, fsync, rename.
+    """Replace (or create) `rel` with data through replace_in (the one atomic write), in the parent folder's
+    descriptor.
 
     The rename replaces whatever the name is at that moment, a link included, and never writes through
     it. Parent folders are created. A new file gets new_mode & ~umask (the kernel applies the umask);
@@ -247,23 +249,78 @@ def write_atomic_at(root_fd: int, rel: str, data: bytes, new_mode: int = 0o666, 
             raise IsADirectoryError(errno.EISDIR, "is a directory", rel)
         if old is not None and (not keep_mode or not stat.S_ISREG(old.st_mode)):
             old = None  # a link (swapped in since the caller resolved it) is replaced, never written through
-        tmp = f".{name[:60]}.{secrets.token_hex(4)}.kimi-tmp"
-        mode = (old.st_mode & 0o777) if old is not None else new_mode  # never wider than the file it replaces
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | CLOEXEC, mode, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                if old is not None:
-                    with contextlib.suppress(PermissionError):
-                        os.fchown(fh.fileno(), old.st_uid, old.st_gid)
-                    os.fchmod(fh.fileno(), old.st_mode & 0o7777)
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
+        if old is None:
+            replace_in(dir_fd, name, data, new_mode)
+        else:  # never wider than the file it replaces, and its owner where we may
+            replace_in(dir_fd, name, data, old.st_mode & 0o7777, exact=True, owner=(old.st_uid, old.st_gid))
+    finally:
+        os.close(dir_fd)
+
+
+def replace_in(
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    mode: int = 0o600,
+    *,
+    exact: bool = False,
+    owner: tuple[int, int] | None = None,
+    before_rename: Callable[[], None] | None = None,
+) -> None:
+    """THE atomic write: `name` in the folder `dir_fd` becomes `data`, all of it or nothing.
+
+    A temp file with a name no one can guess is created beside it (O_EXCL | O_NOFOLLOW: never someone
+    else's file, never through a link), written and fsync'ed, then renamed over `name` within the folder's
+    descriptor (renameat), so no path is looked up again and whatever `name` is at that moment, a link
+    included, is replaced, never written through. The file gets `mode & ~umask`; with `exact`, exactly
+    `mode` (set on the descriptor; it is 0600 until then), and `owner` where we may set it.
+    `before_rename` runs last, right before the rename (the guard clears a folder squatting on the name).
+    """
+    tmp = _temp_name(name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | CLOEXEC, 0o600 if exact else mode,
+                 dir_fd=dir_fd)  # fmt: skip
+
+    def fill() -> None:
+        with os.fdopen(fd, "wb") as fh:
+            if owner is not None:
+                with contextlib.suppress(PermissionError):
+                    os.fchown(fh.fileno(), *owner)  # before the mode: a chown clears setuid/setgid bits
+            if exact:
+                os.fchmod(fh.fileno(), mode)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if before_rename is not None:
+            before_rename()
+
+    _swap_in(dir_fd, tmp, name, fill)
+
+
+def _temp_name(name: str) -> str:
+    return f".{name[:60]}.{secrets.token_hex(8)}.kimi-tmp"  # 64 random bits: a racing command cannot guess it
+
+
+def _swap_in(dir_fd: int, tmp: str, name: str, fill: Callable[[], None] | None = None) -> None:
+    """Finish `tmp` (made a moment ago in `dir_fd`) and rename it over `name`; on any failure it is removed."""
+    try:
+        if fill is not None:
+            fill()
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def write_private(path: Path, text: str) -> None:
+    """One of kimi's own files (a session's meta, trust, config, caches): written whole through replace_in,
+    0600, into a folder made 0700. The folder's path is the user's word (links in ~/.kimi are theirs)."""
+    from kimi_cli.util.paths import PRIVATE_FILE, make_private_dir
+
+    make_private_dir(path.parent)
+    dir_fd = os.open(path.parent, DIR_FLAGS | CLOEXEC)
+    try:
+        replace_in(dir_fd, path.name, text.encode("utf-8"), PRIVATE_FILE)
     finally:
         os.close(dir_fd)
 
@@ -286,14 +343,9 @@ def symlink_at(root_fd: int, rel: str, target: str) -> None:
     folder, name = split(rel)
     dir_fd = open_dir_at(root_fd, folder, create=True)
     try:
-        tmp = f".{name[:60]}.{secrets.token_hex(4)}.kimi-tmp"
+        tmp = _temp_name(name)
         os.symlink(target, tmp, dir_fd=dir_fd)
-        try:
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
+        _swap_in(dir_fd, tmp, name)
     finally:
         os.close(dir_fd)
 

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.hostsafe import trust_rules
+from kimi_cli.hostsafe.fs import write_private
 from kimi_cli.hostsafe.project_settings import ProjectSettings, read_project
-from kimi_cli.util.paths import kimi_home, write_private
+from kimi_cli.util.paths import kimi_home
 
 # Every setting of the config model, classified (kimi_cli.hostsafe.trust_rules: WIDENING, NARROWING, limits).
 WIDENING, WHAT = trust_rules.WIDENING, trust_rules.WHAT

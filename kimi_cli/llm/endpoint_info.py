@@ -126,10 +126,9 @@ def resolve_context_length(
     found, source = ask_server(endpoint)
     cache[key] = {"context_length": found, "source": source, "checked": time.time()}
     with contextlib.suppress(OSError):
-        _cache_path().parent.mkdir(parents=True, exist_ok=True)
-        tmp = _cache_path().with_suffix(".tmp")
-        tmp.write_text(json.dumps(cache, indent=1))
-        tmp.replace(_cache_path())
+        from kimi_cli.hostsafe.fs import write_private  # the one atomic write
+
+        write_private(_cache_path(), json.dumps(cache, indent=1))
     if found:
         return found, source
     return _fallback(endpoint, info)

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from kimi_cli.errors import ConfigError
+from kimi_cli.hostsafe.fs import write_private
 from kimi_cli.session.store import LOG_NAME, META_NAME, new_session_id, resolve_id
 from kimi_cli.util.jsonsafe import dumps
-from kimi_cli.util.paths import PRIVATE_DIR, sessions_dir, write_private
+from kimi_cli.util.paths import PRIVATE_DIR, sessions_dir
 
 
 def fork_session(workspace: Path, session_id: str) -> str:

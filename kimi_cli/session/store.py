@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.errors import ConfigError
+from kimi_cli.hostsafe.fs import write_private
 from kimi_cli.llm.types import Message
 from kimi_cli.session.history import repair_history
 from kimi_cli.util.jsonsafe import dumps
-from kimi_cli.util.paths import PRIVATE_DIR, make_private_dir, open_private, sessions_dir, write_private
+from kimi_cli.util.paths import PRIVATE_DIR, make_private_dir, open_private, sessions_dir
 
 LOG_NAME = "context.jsonl"
 META_NAME = "meta.json"

@@ -118,12 +118,3 @@ def open_private(path: Path, mode: str = "a") -> IO[str]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if mode == "a" else os.O_TRUNC)
     fd = os.open(path, flags, PRIVATE_FILE)
     return os.fdopen(fd, mode, encoding="utf-8")
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a whole file atomically (temp + rename), 0600, into a 0700 folder."""
-    make_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open_private(tmp, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)

@@ -171,7 +171,7 @@ def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
         data["mcpServers"].pop(name, None)
     else:
         data["mcpServers"][name] = server
-    from kimi_cli.util.paths import write_private
+    from kimi_cli.hostsafe.fs import write_private
 
     write_private(path, json.dumps(data, indent=2) + "\n")  # 0600: headers and env may hold tokens
     if before is not None:

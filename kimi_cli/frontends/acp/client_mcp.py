@@ -45,7 +45,8 @@ def client_mcp_config(servers: Any) -> Iterator[str | None]:
         finally:
             os.close(fd)
         return
-    from kimi_cli.util.paths import kimi_home, write_private
+    from kimi_cli.hostsafe.fs import write_private
+    from kimi_cli.util.paths import kimi_home
 
     path = kimi_home() / "tmp" / f"acp-mcp-{os.getpid()}-{id(data)}.json"
     write_private(path, data.decode())

@@ -356,27 +356,20 @@ def _make_writable(fd: int) -> None:
 
 
 def _put_file(root_fd: int, rel: str, data: bytes, mode: int) -> None:
-    """Write a temp file (a name no command can guess) in the parent's descriptor, set its mode on the
-    descriptor, rename it into place: whatever is at `rel` (a link included) is replaced, never written
-    through."""
+    """Put `rel` back as `data` with exactly `mode` (never a setuid/setgid bit) through the one atomic write
+    (safe_fs.replace_in: a temp name no command can guess, renamed within the parent's descriptor), so that
+    whatever is at `rel`, a link included, is replaced, never written through; a folder there is removed."""
     folder, name = safe_fs.split(rel)
     parent = safe_fs.open_dir_at(root_fd, folder, create=True)
+
+    def clear_folder() -> None:
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
+                _remove_entry(parent, name)
+
     try:
         _make_writable(parent)
-        tmp = f".{name[:60]}.{secrets.token_hex(8)}.kimi-guard"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                os.fchmod(fh.fileno(), mode & 0o1777)  # never a setuid/setgid bit
-            with contextlib.suppress(FileNotFoundError):
-                if stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
-                    _remove_entry(parent, name)
-            os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=parent)
-            raise
+        safe_fs.replace_in(parent, name, data, mode & 0o1777, exact=True, before_rename=clear_folder)
     finally:
         os.close(parent)
 

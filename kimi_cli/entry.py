@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
+from collections.abc import Callable
 
-FAST_COMMANDS = {"pack": "kimi_cli.cli.pack", "undo": "kimi_cli.cli.undo", "acp": "kimi_cli.cli.acp"}
 HELP = {"-h", "--help"}  # help (and argument errors) come from Typer: one style for every command
+
+
+def _pack(argv: list[str]) -> int | None:
+    from kimi_cli.cli.pack import cli_main
+
+    return cli_main(argv)
+
+
+def _undo(argv: list[str]) -> int | None:
+    from kimi_cli.cli.undo import cli_main
+
+    return cli_main(argv)
+
+
+def _acp(argv: list[str]) -> int | None:
+    from kimi_cli.cli.acp import cli_main
+
+    return cli_main(argv)
+
+
+# Each imports its command's module only when that command runs, so `kimi --help` and `kimi -p` import none.
+# A command returns its exit code, or None when Typer should answer (help, an argument error).
+FAST_COMMANDS: dict[str, Callable[[list[str]], int | None]] = {"pack": _pack, "undo": _undo, "acp": _acp}
 
 
 def main() -> None:
@@ -15,7 +37,7 @@ def main() -> None:
     secure_home()  # ~/.kimi and the cache are 0700, their top entries tightened (a few syscalls)
     if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS and not HELP.intersection(sys.argv[2:]):
         try:
-            code = importlib.import_module(FAST_COMMANDS[sys.argv[1]]).cli_main(sys.argv[2:])
+            code = FAST_COMMANDS[sys.argv[1]](sys.argv[2:])
         except KeyboardInterrupt:
             sys.exit(4)
         if code is not None:

@@ -1,4 +1,4 @@
-"""`kimi pack`, `kimi undo`, `kimi prompt`, `kimi login` and `kimi sessions` as Typer commands.
+"""`kimi pack`, `kimi undo`, `kimi prompt`, `kimi login`, `kimi sessions` and `kimi export` as Typer commands.
 
 One help style for every command: these are declared here with Typer, so `kimi pack --help` looks like
 every other `--help`. `pack` and `undo` are also timed, so kimi_cli/entry.py runs them without importing
@@ -9,6 +9,7 @@ tests/e2e/test_help.py); help and any argument error come here, so they look the
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -42,7 +43,23 @@ def help_style() -> None:
     core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
-DEFERRED = {"rich.markdown": ("Markdown",), "rich.traceback": ("Traceback",)}
+def _markdown() -> type:
+    from rich.markdown import Markdown
+
+    return Markdown
+
+
+def _traceback() -> type:
+    from rich.traceback import Traceback
+
+    return Traceback
+
+
+# The modules help need not import: module -> {class: a function importing the real class}.
+DEFERRED: dict[str, dict[str, Callable[[], type]]] = {
+    "rich.markdown": {"Markdown": _markdown},
+    "rich.traceback": {"Traceback": _traceback},
+}
 
 
 def light_help() -> None:
@@ -55,19 +72,17 @@ def light_help() -> None:
         if name in sys.modules:
             continue
         stand_in = types.ModuleType(name)
-        for cls_name in classes:
-            setattr(stand_in, cls_name, _deferred(name, cls_name))
+        for cls_name, load in classes.items():
+            setattr(stand_in, cls_name, _deferred(name, cls_name, load))
         sys.modules[name] = stand_in
 
 
-def _deferred(module: str, cls_name: str) -> type:
+def _deferred(module: str, cls_name: str, load: Callable[[], type]) -> type:
     class Deferred:
         def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-            import importlib
-
             if getattr(sys.modules.get(module), "__file__", None) is None:
-                sys.modules.pop(module, None)
-            return getattr(importlib.import_module(module), cls_name)(*args, **kwargs)
+                sys.modules.pop(module, None)  # the stand-in goes: the import below finds the real module
+            return load()(*args, **kwargs)
 
     Deferred.__name__ = cls_name
     return Deferred
@@ -177,21 +192,36 @@ def register(app: typer.Typer, only: str | None = None) -> None:
         raise typer.Exit(run_login(provider, base_url, model, api_key_stdin, check=not no_check))
 
     @command("sessions")
-    def sessions_command(workdir: Workdir = None) -> None:
+    def sessions_command(
+        workdir: Workdir = None,
+        show_all: Annotated[bool, typer.Option("--all", help="List failed runs too (marked ✗).")] = False,
+        prune: Annotated[bool, typer.Option("--prune", help="Remove sessions not touched for a while.")] = False,
+        older_than: Annotated[
+            float, typer.Option("--older-than", help="With --prune: idle this many days (default 30).", metavar="DAYS")
+        ] = 30.0,
+        open_id: Annotated[
+            str | None,
+            typer.Option("--open", help="Write the session's HTML page and open it in a browser.", metavar="ID"),
+        ] = None,
+    ) -> None:
         """List this workspace's sessions, newest first: steps, tokens and status of each (ids work with -r)."""
-        import time
+        from kimi_cli.cli.export import run_sessions
 
-        from kimi_cli.frontends.terminal.status import short_tokens
-        from kimi_cli.session.store import list_sessions
-        from kimi_cli.util.sanitize import visible
+        raise typer.Exit(run_sessions(workdir, show_all, prune, older_than, open_id))
 
-        infos = list_sessions((workdir or Path.cwd()).resolve())
-        if not infos:
-            typer.echo("no sessions in this workspace yet")
-            return
-        for info in infos:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
-            steps = f"{info.steps} step{'s' if info.steps != 1 else ''}"
-            tokens = f"{short_tokens(info.tokens)} tokens"
-            line = f"{info.id}  {when}  {info.status:<12} {steps:>10}  {tokens:>13}  {info.title}"
-            typer.echo(visible(line[:200], one_line=True))
+    @command("export")
+    def export_command(
+        session: Annotated[
+            str | None,
+            typer.Argument(
+                help="Session id or its start (default: the latest here).", show_default=False, metavar="ID"
+            ),
+        ] = None,
+        fmt: Annotated[str, typer.Option("--format", "-f", help="md | json | html.", metavar="FORMAT")] = "md",
+        output: Output = None,
+        workdir: Workdir = None,
+    ) -> None:
+        """Export a session as Markdown, JSON or a self-contained HTML page with plots; secrets redacted."""
+        from kimi_cli.cli.export import run_export
+
+        raise typer.Exit(run_export(session, fmt, output, workdir))

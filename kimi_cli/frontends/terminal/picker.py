@@ -5,14 +5,13 @@ Used by `/resume` with no id (inside the running session) and by `kimi -r` with 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
+from kimi_cli.frontends.session_list import rows, visible_sessions
 from kimi_cli.frontends.terminal.host import SessionHost
-from kimi_cli.frontends.terminal.status import short_tokens
 from kimi_cli.session.store import SessionInfo, list_sessions
 from kimi_cli.util.sanitize import visible_text
 
@@ -22,12 +21,18 @@ QUESTION = "resume which? number or id (Enter: none) › "
 
 
 def choices(workspace: Path, exclude: str = "") -> list[SessionInfo]:
-    return [i for i in list_sessions(workspace) if i.id != exclude][:SHOWN]
+    """The sessions to offer: failed runs left out (`/resume ID` still opens one)."""
+    infos, _hidden = visible_sessions(list_sessions(workspace), show_all=False)
+    return [i for i in infos if i.id != exclude][:SHOWN]
 
 
 def print_choices(console: Console, infos: list[SessionInfo], current: str = "") -> None:
-    for number, info in enumerate(infos, start=1):
-        console.print(session_line(number, info, current, console.width))
+    """`  3  20261130-140211-ab12cd  11-30 14:02    idle  12 steps  45.2k tokens  title…`, aligned and
+    clipped to the width (kimi_cli.frontends.session_list)."""
+    for row in rows(infos, numbered=True, current=current, year=False):
+        line = visible_text(row, one_line=True)
+        line.truncate(max(console.width - 1, 20), overflow="ellipsis")
+        console.print(line)
 
 
 def chosen(answer: str, infos: list[SessionInfo]) -> str | None:
@@ -64,18 +69,3 @@ def pick_session(workspace: Path) -> str | None:
     except (KeyboardInterrupt, EOFError):
         return None
     return chosen(answer, infos)
-
-
-def session_line(number: int, info: object, current: str, width: int) -> Text:
-    """`  3  2026-11-30 14:02  idle  12 steps  45.2k tok  title…` clipped to the width."""
-    sid = str(getattr(info, "id", ""))
-    when = time.strftime("%m-%d %H:%M", time.localtime(float(getattr(info, "updated", 0))))
-    steps = int(getattr(info, "steps", 0))
-    mark = "*" if sid == current else " "
-    head = (
-        f"{mark}{number:>2}  {sid}  {when}  {getattr(info, 'status', '')}  {steps} step{'s' if steps != 1 else ''}"
-        f"  {short_tokens(int(getattr(info, 'tokens', 0)))} tok  "
-    )
-    line = visible_text(head + str(getattr(info, "title", "")), one_line=True)
-    line.truncate(max(width - 1, 20), overflow="ellipsis")
-    return line

@@ -14,7 +14,7 @@ from rich.text import Text
 from kimi_cli.agent.runtime import SessionChoice
 from kimi_cli.errors import KimiError
 from kimi_cli.frontends.terminal.host import SessionHost
-from kimi_cli.frontends.terminal.picker import session_line
+from kimi_cli.frontends.terminal.picker import print_choices
 from kimi_cli.frontends.terminal.slash_registry import EXIT, CommandRegistry, SlashCommand
 from kimi_cli.session.store import list_sessions
 from kimi_cli.session.undo.points import apply_undo, describe_points, plan_undo, undo_state
@@ -32,6 +32,8 @@ class SlashCommands:
     """Dispatches `/name args` through the registry; registers the built-ins."""
 
     def __init__(self, app: SessionHost) -> None:
+        from kimi_cli.frontends.terminal.slash_export import ExportCommand
+        from kimi_cli.frontends.terminal.slash_lsp import LspCommand
         from kimi_cli.frontends.terminal.slash_settings import SettingsCommands
 
         self.app = app
@@ -41,7 +43,8 @@ class SlashCommands:
         add(SlashCommand("help", "the commands and keys", self.cmd_help))
         add(SlashCommand("exit", "leave (Ctrl-D or Ctrl-C twice work too)", self.cmd_exit, aliases=("quit",)))
         add(SlashCommand("clear", "start a new session", self.cmd_clear))
-        add(SlashCommand("sessions", "this folder's sessions", self.cmd_sessions))
+        add(SlashCommand("sessions", "this folder's sessions (all: failed runs too)", self.cmd_sessions,
+                         "/sessions [all]"))  # fmt: skip
         add(SlashCommand("resume", "switch to an earlier session (a picker without ID)", self.cmd_resume,
                          "/resume [ID or its start]"))  # fmt: skip
         add(SlashCommand("compact", "summarise the conversation now to free context", self.cmd_compact))
@@ -53,6 +56,8 @@ class SlashCommands:
         add(SlashCommand("image", "attach an image to your next message", self.cmd_image, "/image PATH"))
         add(SlashCommand("reasoning", "show or hide the model's reasoning", self.cmd_reasoning))
         SettingsCommands(app).register(self.registry)
+        ExportCommand(app).register(self.registry)
+        LspCommand(app).register(self.registry)
 
     async def dispatch(self, line: str) -> str | None:
         name, _, arg = line[1:].strip().partition(" ")
@@ -83,12 +88,14 @@ class SlashCommands:
         self.console.print(f"new session {self.app.runtime.session.id}")
 
     async def cmd_sessions(self, arg: str) -> None:
-        current = self.app.runtime.session.id
-        infos = list_sessions(self.app.runtime.workdir)[:20]
+        from kimi_cli.frontends.session_list import hidden_note, visible_sessions
+
+        infos, hidden = visible_sessions(list_sessions(self.app.runtime.workdir), arg == "all")
         if not infos:
             self.console.print("no sessions in this folder yet")
-        for number, info in enumerate(infos, start=1):
-            self.console.print(session_line(number, info, current, self.console.width))
+        print_choices(self.console, infos[:20], self.app.runtime.session.id)
+        if hidden:
+            self.console.print(Text(hidden_note(hidden, "/sessions all"), style="dim"))
 
     async def cmd_resume(self, arg: str) -> None:
         if not arg:

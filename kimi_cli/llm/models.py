@@ -16,7 +16,7 @@ from typing import Any, Literal
 Effort = Literal["low", "high", "max"]
 EFFORTS: tuple[str, ...] = ("low", "high", "max")
 Reasoning = Literal["effort", "thinking", "none"]
-# Who runs the session decides the default effort; the reasons are in README ("Reasoning effort").
+# Who runs the session decides the default effort; the reasons are in docs/models.md ("Reasoning effort").
 DEFAULT_EFFORT: dict[str, str] = {"interactive": "high", "acp": "high", "headless": "max", "ci": "max"}
 
 

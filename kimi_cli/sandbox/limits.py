@@ -1,4 +1,4 @@
-"""What each backend enforces and what it cannot: one table, shown by `/sandbox` and mirrored in the README."""
+"""What each backend enforces and what it cannot: one table, shown by `/sandbox` and mirrored in docs/sandbox.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The headless contract (README "Headless output"), validated with jsonschema against the schema file the
+"""The headless contract (docs/headless.md), validated with jsonschema against the schema file the
 package ships (kimi_cli/frontends/headless/headless.schema.json): `json` prints exactly one object on stdout whatever
 happens, `stream-json` opens with `init` and ends with the same `result`, retries are told on stderr."""
 

@@ -114,7 +114,7 @@ def test_output_collector_keeps_head_and_tail_in_bounded_memory() -> None:
 
 
 def test_sandbox_command_lists_what_each_backend_enforces_and_cannot(tmp_path: Path) -> None:
-    """What `/sandbox` prints: the same table the README mirrors, per backend, with this machine's caveats."""
+    """What `/sandbox` prints: the same table docs/sandbox.md mirrors, per backend, with this machine's caveats."""
     from kimi_cli.sandbox.backends.none import NoSandbox
     from kimi_cli.sandbox.limits import describe
 

@@ -1,6 +1,6 @@
 """Headless renderers: final text on stdout with progress on stderr, one JSON object, or JSON lines.
 
-The contract (README "Headless output", schema in kimi_cli/frontends/headless/headless.schema.json):
+The contract (docs/headless.md, schema in kimi_cli/frontends/headless/headless.schema.json):
 - `json` prints exactly one JSON object on stdout, whatever happens: the `result` (errors included).
 - `stream-json` prints one event per line: `init` first (once the session exists), the loop's events,
   and the same `result` object as `json` last. An error before the session exists is a lone `result`.

@@ -1,7 +1,7 @@
 """What Landlock leaves open outside the workspace: setuid bits, /dev/shm, the user's terminal.
 
 Each runs on every backend (bwrap and Docker get the same seccomp rules). What cannot be enforced on
-landlock (modes without setuid bits, timestamps of files the user owns) is stated in the README.
+landlock (modes without setuid bits, timestamps of files the user owns) is stated in docs/sandbox.md.
 """
 
 from __future__ import annotations

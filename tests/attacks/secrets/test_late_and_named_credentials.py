@@ -65,7 +65,7 @@ def test_a_home_workspaces_hidden_sockets_and_keys_stay_out_of_reach(backend: st
         assert "done" in result.output and "connected" not in result.output and MARK not in result.output
         assert all(s.accepted == 0 for s in servers), result.output
         assert stat.S_IMODE((rig.ws / ".ssh" / "id_ed25519").stat().st_mode) == 0o600
-        # In a subfolder: Landlock cannot let new entries appear at the top of a home workspace (README).
+        # In a subfolder: Landlock cannot let new entries appear at the top of a home workspace (docs/sandbox.md).
         wait = "for i in $(seq 100); do [ -S src/app.sock ] && break; sleep 0.05; done"
         legit = rig.run(f"cd src && ../{probe} serve app.sock & {wait}; {probe} connect src/app.sock;"
                         " chmod 600 src/app.sock && echo chmod-ok")  # fmt: skip

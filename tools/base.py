@@ -87,6 +87,16 @@ class ToolResult:
     usage: dict[str, int] | None = None
 
 
+@dataclass(frozen=True)
+class CallApproval:
+    """What the session's approver is told about one call besides the call itself: the folder its relative
+    redirections open in, and why a PreToolUse hook let it through ("" : no hook did; kimi_cli.agent.gate).
+    A hook's allow spares a question, never a deny rule (kimi_cli.approval.engine)."""
+
+    workspace: Path | None = None
+    hook_allowed: str = ""
+
+
 @dataclass
 class ToolContext:
     """What tools may touch: the workspace, the plan, and what the session lends one agent's tools. The
@@ -102,6 +112,11 @@ class ToolContext:
     file_locks: FileLocks | None = None  # subagents sharing a workspace: one edit of a file at a time
     prompt_urls: set[str] = field(default_factory=set)  # URLs the user typed in this agent's prompts (FetchURL)
     web_off: bool = False  # `/web off`: FetchURL refuses for this session
+    hook_allowed: str = ""  # set on the one call's copy of the context a PreToolUse hook allowed (registry.run)
+
+    def approval(self) -> CallApproval:
+        """What the approver is told with a call of this context."""
+        return CallApproval(self.workspace.root, self.hook_allowed)
 
 
 P = TypeVar("P", bound=BaseModel)

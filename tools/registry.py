@@ -6,6 +6,7 @@ guard, checkpoints and change notes all read that, never the raw JSON again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ class PreparedCall:
     facts: ToolFacts = NOTHING
     group: str | None = READ_GROUP  # calls of one group in a row run together; None: alone
     limit: int = 8  # how many of this group run at once
+    input: Any = None  # the decoded arguments (hooks are given these; None when they are not JSON)
+    hook_allowed: str = ""  # why a PreToolUse hook let it run without kimi's question (agent.gate)
 
 
 def _canonical(name: str, raw: str) -> tuple[str, Any, str | None]:
@@ -113,7 +116,16 @@ class ToolRegistry:
     def prepare(self, call_id: str, name: str, raw_arguments: str) -> PreparedCall:
         """Parse and validate one call. A bad call is answered without running, so it counts as a read."""
         key, args, json_error = _canonical(name, raw_arguments)
-        call = PreparedCall(call_id, name, raw_arguments, key)
+        return self._prepared(PreparedCall(call_id, name, raw_arguments, key), args, json_error)
+
+    def prepare_input(self, call_id: str, name: str, args: Any) -> PreparedCall:
+        """Validate a call from arguments already decoded (a hook's updatedInput): no JSON round trip."""
+        key = f"{name}\x00{json.dumps(args, sort_keys=True, separators=(',', ':'))}"
+        return self._prepared(PreparedCall(call_id, name, json.dumps(args), key), args, None)
+
+    def _prepared(self, call: PreparedCall, args: Any, json_error: str | None) -> PreparedCall:
+        name, raw_arguments = call.name, call.arguments
+        call.input = args if json_error is None else raw_arguments
         tool = self._tools.get(name)
         if tool is None and self.undeclared is not None:
             tool = self.undeclared(name)
@@ -160,6 +172,8 @@ class ToolRegistry:
             return ToolResult(call.error or f"error: unknown tool '{call.name}'", is_error=True)
         if call.params is None:  # echo_arguments: the raw arguments are the answer
             return ToolResult(call.arguments, display={"kind": "builtin", "name": call.name})
+        if call.hook_allowed:  # this call's own context says so to its approver, no other call's
+            ctx = dataclasses.replace(ctx, hook_allowed=call.hook_allowed)
         try:
             return await call.tool.run(call.params, ctx)
         except ToolError as exc:

@@ -8,13 +8,14 @@ from pydantic import BaseModel, Field
 
 from kimi_cli.sandbox.base import Sandbox
 from kimi_cli.tools.background import TaskManager
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import CallApproval, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 
 
 class ShellApprover(Protocol):
-    """Decides whether a command may run; returns None to allow, or the reason it was refused."""
+    """Decides whether a command may run; returns None to allow, or the reason it was refused. `call` says
+    where relative redirections open (an allow rule never covers `> link-out`) and what a hook decided."""
 
-    async def review_shell(self, command: str, sandbox: str) -> str | None: ...
+    async def review_shell(self, command: str, sandbox: str, call: CallApproval | None = None) -> str | None: ...
 
 
 class ShellParams(BaseModel):
@@ -55,13 +56,7 @@ class Shell(Tool[ShellParams]):
         if not params.command.strip():
             raise ToolError("command is empty")
         if self.approver is not None:
-            from kimi_cli.approval.rules import REDIRECT_ROOT
-
-            token = REDIRECT_ROOT.set(str(ctx.workspace.root))  # an allow rule never covers `> link-out`
-            try:
-                refusal = await self.approver.review_shell(params.command, self.sandbox.name)
-            finally:
-                REDIRECT_ROOT.reset(token)
+            refusal = await self.approver.review_shell(params.command, self.sandbox.name, ctx.approval())
             if refusal:
                 raise ToolError(f"the command was not run: {refusal}")
         if params.background:

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import CallApproval, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.util import jsonsafe
 from kimi_cli.web.addresses import host_matches
@@ -24,7 +24,7 @@ def prompt_urls(text: str) -> set[str]:
 
 
 class WebApprover(Protocol):
-    async def review_web(self, host: str, url: str) -> str | None: ...
+    async def review_web(self, host: str, url: str, call: CallApproval | None = None) -> str | None: ...
 
 
 class FetchURLParams(BaseModel):
@@ -75,7 +75,7 @@ class FetchURL(Tool[FetchURLParams]):
         if not host or urlsplit(url).scheme not in ("http", "https"):
             raise ToolError(f"only http and https URLs can be fetched, not {url!r}")
         if url not in ctx.prompt_urls and not host_matches(host, self.allowed_hosts):
-            refusal = await self.approver.review_web(host, url)
+            refusal = await self.approver.review_web(host, url, ctx.approval())
             if refusal:
                 raise ToolError(f"{url} was not fetched: {refusal}")
         approved = {host.rstrip(".")}
@@ -85,7 +85,7 @@ class FetchURL(Tool[FetchURLParams]):
             next_host = (urlsplit(next_url).hostname or "").lower().rstrip(".")
             if next_host in approved or host_matches(next_host, self.allowed_hosts):
                 return None
-            refusal = await self.approver.review_web(next_host, next_url)
+            refusal = await self.approver.review_web(next_host, next_url, ctx.approval())
             if refusal is None:
                 approved.add(next_host)
             return refusal

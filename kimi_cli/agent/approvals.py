@@ -29,20 +29,21 @@ class RecordedApprover:
         self.inner = inner
         self.emit = emit
         owner = _ask_owner(inner)
-        if owner is not None:  # a later agent of the session wraps the front end's own callback again
+        if owner is not None and owner.ask is not None:  # a later agent wraps the front end's own callback again
             owner.ask = self._asking(getattr(owner.ask, "__wrapped__", owner.ask))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    async def review_shell(self, command: str, sandbox: str) -> str | None:
-        return await self._review("shell", command, self.inner.review_shell(command, sandbox))
+    async def review_shell(self, command: str, sandbox: str, call: Any = None) -> str | None:
+        return await self._review("shell", command, self.inner.review_shell(command, sandbox, call))
 
-    async def review_web(self, host: str, url: str) -> str | None:
-        return await self._review("web", url, self.inner.review_web(host, url))
+    async def review_web(self, host: str, url: str, call: Any = None) -> str | None:
+        return await self._review("web", url, self.inner.review_web(host, url, call))
 
-    async def review_mcp(self, tool_name: str, arguments: str) -> str | None:
-        return await self._review("mcp", f"{tool_name} {arguments}", self.inner.review_mcp(tool_name, arguments))
+    async def review_mcp(self, tool_name: str, arguments: str, call: Any = None) -> str | None:
+        review = self.inner.review_mcp(tool_name, arguments, call)
+        return await self._review("mcp", f"{tool_name} {arguments}", review)
 
     async def _review(self, kind: str, subject: str, review: Awaitable[str | None]) -> str | None:
         answer: list[str] = []

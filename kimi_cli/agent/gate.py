@@ -8,15 +8,12 @@ it decides reads the call's facts and the hooks' answers; no tool is known by na
 
 from __future__ import annotations
 
-import contextvars
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kimi_cli.tools.base import ToolFacts, ToolResult
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
-from kimi_cli.util import jsonsafe
 
 if TYPE_CHECKING:
     from kimi_cli.approval.modes.state import ModeState
@@ -24,8 +21,6 @@ if TYPE_CHECKING:
 
 # (question, rule) -> "yes" | "always" | "save" | "no:<why>": the front end's approval question
 Confirm = Callable[[str, str], Awaitable[str]]
-# Set while a call runs that a PreToolUse hook allowed: the approvers let it through without asking.
-HOOK_ALLOWED: contextvars.ContextVar[str | None] = contextvars.ContextVar("hook_allowed", default=None)
 MAX_STOP_BLOCKS = 8  # a Stop hook that always blocks cannot keep the model going forever
 
 
@@ -38,13 +33,6 @@ class PromptVerdict:
 
 def _wider(new: ToolFacts, old: ToolFacts) -> bool:
     return (new.writes and not old.writes) or (new.commands and not old.commands) or (new.network and not old.network)
-
-
-def _input_of(call: PreparedCall) -> Any:
-    try:
-        return jsonsafe.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
-        return call.arguments
 
 
 class SessionGate:
@@ -114,7 +102,7 @@ class SessionGate:
                 return ToolResult(refused, is_error=True)
         if self.hooks is None or not self.hooks.has("PreToolUse", call.name):
             return call
-        verdict = await self.hooks.pre_tool(call.name, _input_of(call), call.id)
+        verdict = await self.hooks.pre_tool(call.name, call.input, call.id)
         if verdict.block or verdict.permission == "deny":
             why = verdict.reason or verdict.permission_reason or "a PreToolUse hook blocked this call"
             return ToolResult(f"blocked by a hook: {why}", is_error=True)
@@ -122,7 +110,7 @@ class SessionGate:
             return ToolResult(f"blocked by a hook: {verdict.stop_reason}", is_error=True)
         run = call
         if verdict.updated_input is not None:
-            changed = registry.prepare(call.id, call.name, json.dumps(verdict.updated_input))
+            changed = registry.prepare_input(call.id, call.name, verdict.updated_input)
             if changed.error is not None:
                 return ToolResult(f"a PreToolUse hook changed the input, and it is not valid: {changed.error}", True)
             if _wider(changed.facts, call.facts):
@@ -137,9 +125,11 @@ class SessionGate:
             answer = await self.confirm(question, "")
             if answer not in ("yes", "always", "save"):
                 return ToolResult(f"the user said no: {answer.partition(':')[2].strip()}".rstrip(": "), True)
-            HOOK_ALLOWED.set("the user confirmed")
+            run.hook_allowed = "the user confirmed a hook's question"
         elif verdict.permission == "allow":
-            HOOK_ALLOWED.set(verdict.permission_reason or "a hook allowed it")
+            # The call carries it to its tool's approver (registry.run): it spares the question, never a deny
+            # rule (kimi_cli.approval.engine).
+            run.hook_allowed = verdict.permission_reason or "a hook allowed it"
         if run is not call:
             run.key = call.key  # the loop guard and sharing know it by what the model asked
         return run
@@ -149,7 +139,7 @@ class SessionGate:
         if self.hooks is None or not self.hooks.has("PostToolUse", call.name):
             return result
         response = {"output": result.output, "is_error": result.is_error, "display": result.display}
-        verdict = await self.hooks.post_tool(call.name, _input_of(call), call.id, response)
+        verdict = await self.hooks.post_tool(call.name, call.input, call.id, response)
         extra = []
         if verdict.block:
             extra.append(f"[hook] {verdict.reason or 'a PostToolUse hook objected to this result'}")

@@ -36,7 +36,7 @@ from kimi_cli.llm.assemble import StreamCallbacks
 from kimi_cli.llm.failures import ContextOverflow
 from kimi_cli.llm.types import Completion, Message, Usage
 from kimi_cli.session.history import INTERRUPTED
-from kimi_cli.tools.base import ToolContext
+from kimi_cli.tools.base import ToolContext, ToolFacts
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
 from kimi_cli.util.redact import redact
@@ -134,6 +134,13 @@ class Agent:
         self._prompt_tokens = 0  # what the last request cost (prompt + completion), from the server
         self._sent_count = 0  # how many messages that figure covers
         self.guard = LoopGuard()
+        # The facts of every call prepared in this agent, by (id, name, arguments): compaction reads them
+        # instead of preparing the whole history's calls again (only a resumed session's older calls are).
+        self._facts_of: dict[tuple[str, str, str], ToolFacts] = {}
+        self.usage = Usage()
+        self.steps = 0
+        self.tools_seconds = 0.0
+        self.observers: list[Observer] = []  # every event, the unshown too (kimi_cli.telemetry)
         self.usage = Usage()
         self.steps = 0
         self.tools_seconds = 0.0
@@ -243,6 +250,8 @@ class Agent:
         tools_started = time.perf_counter()
         await self.registry.bring(c.name for c in completion.tool_calls)  # a late MCP server's tools
         calls = [self.registry.prepare(c.id, c.name, c.arguments) for c in completion.tool_calls]
+        for call in calls:
+            self._facts_of[(call.id, call.name, call.arguments)] = call.facts
         writers = sorted({c.name for c in calls if c.facts.writes})
         checkpoint = self.checkpointer if writers else None
         if checkpoint is not None:
@@ -325,7 +334,10 @@ class Agent:
         for message in self.messages:
             for raw in message.get("tool_calls") or []:
                 fn = raw.get("function") or {}
-                facts = self.registry.prepare(raw.get("id", ""), fn.get("name", ""), fn.get("arguments") or "").facts
+                key = (raw.get("id", ""), fn.get("name", ""), fn.get("arguments") or "")
+                facts = self._facts_of.get(key)
+                if facts is None:
+                    facts = self._facts_of[key] = self.registry.prepare(*key).facts
                 written += [p for p in facts.paths or () if facts.writes and p not in written]
         return written
 

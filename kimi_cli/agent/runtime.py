@@ -16,6 +16,7 @@ from kimi_cli.agent.loop import Agent
 from kimi_cli.agent.prefix import PrefixBuilder
 from kimi_cli.agent.toolset import default_tools
 from kimi_cli.approval.modes.state import ModeState
+from kimi_cli.approval.rules import Rules
 from kimi_cli.config import HEADLESS_MAX_STEPS, Config, Endpoint, load_config, resolve_endpoint
 from kimi_cli.context.session_context import SessionContext
 from kimi_cli.extensions.mcp.manager import McpManager
@@ -81,6 +82,7 @@ class Runtime:
         None  # whether the workspace's own .kimi settings apply (kimi_cli.hostsafe.trust)
     )
     mode: ModeState = field(default_factory=ModeState)  # ask | auto | plan | yolo (kimi_cli.approval.modes)
+    rules: Rules = field(default_factory=Rules)  # [approval] allow/deny, parsed once at start (approval.rules)
     hooks: HookSession | None = None  # the user's hooks, and a trusted project's (kimi_cli.extensions.hooks)
     start_source: str = "startup"  # SessionStart's `source` for the next agent: startup | resume | clear
     skills: list[Skill] = field(
@@ -162,6 +164,7 @@ class Runtime:
             model_info=with_context(info, window), folder_trust=folder_trust,
         )  # fmt: skip
         runtime.skills = skills
+        runtime.rules = Rules.parse(config.approval.allow, config.approval.deny)
         session.meta.setdefault("provider", endpoint.provider)  # an export prices the steps by it
         runtime.start_telemetry(resumed=bool(choice.continue_latest or choice.resume_id))
         runtime.start_features(plan, resumed=bool(choice.continue_latest or choice.resume_id))
@@ -208,12 +211,6 @@ class Runtime:
         if self.tasks is None:
             self.tasks = TaskManager(self.sandbox, str(self.workdir), self.config.shell.max_background_tasks)  # type: ignore[arg-type]
         tasks = self.tasks
-        if (
-            self.hooks is not None
-        ):  # a PreToolUse hook's "allow" skips the question (kimi_cli.extensions.hooks.approvals)
-            from kimi_cli.extensions.hooks.approvals import HookAwareApprover
-
-            approver = HookAwareApprover(approver)  # type: ignore[assignment]
         from kimi_cli.agent.approvals import RecordedApprover
 
         recorded = RecordedApprover(approver)  # questions and refusals go on the record (ApprovalDecided)
@@ -386,6 +383,14 @@ class Runtime:
         self.resume_note = self.context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
         if self.telemetry is not None:
             self.telemetry.switch(session.id, resumed)
+
+    def save_rule(self, rule: str) -> bool:
+        """Keep an allow rule for later sessions, in the workspace's own .kimi/config.toml only (raises
+        kimi_cli.approval.persist.RuleNotSaved); the sandbox's guard takes kimi's write into its baseline, so
+        the next command neither undoes it nor is blamed for it."""
+        from kimi_cli.approval.persist import save_allow_rule
+
+        return save_allow_rule(self.workdir, rule, getattr(self.sandbox, "accept_own_write", None))
 
     def exit_warnings(self) -> list[str]:
         """What the user should hear on leaving: git settings naming a program that the repository gained

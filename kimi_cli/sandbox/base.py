@@ -117,6 +117,10 @@ class GuardedSandbox:
             result.exit_code = 1
         return result
 
+    def accept_own_write(self, rel: str, data: bytes) -> None:
+        """kimi wrote `rel` in a folder the guard keeps (a saved rule): the guard keeps that version."""
+        self.guard.accept(rel, data)
+
     def check_protected(self) -> str:
         """Between commands (a background task ended): the note for what it changed, empty when nothing."""
         return self.guard.check("this task")

@@ -207,7 +207,8 @@ def test_a_redirect_to_an_allowed_host_is_followed(
 
 @pytest.mark.parametrize("answer", ["no:not there", "yes"])
 def test_an_interactive_session_is_asked_again_at_a_hop_to_another_host(answer: str, site: str) -> None:
-    from kimi_cli.frontends.terminal.approvals import ApprovalRules, InteractiveApprover
+    from kimi_cli.approval.engine import Approver
+    from kimi_cli.approval.rules import Rules
     from kimi_cli.tools.base import ToolContext, ToolError
     from kimi_cli.tools.web import FetchURL
     from kimi_cli.tools.workspace import Workspace
@@ -218,7 +219,7 @@ def test_an_interactive_session_is_asked_again_at_a_hop_to_another_host(answer: 
         questions.append(question)
         return answer
 
-    approver = InteractiveApprover("auto", ApprovalRules(), ask, network=False)
+    approver = Approver(Rules(), "auto", ask, network=False)
     tool = FetchURL(approver, ["127.0.0.1"], ["127.0.0.1", "localhost"])
     params = FetchURL.Params(url=f"{site}/to-other-host")
     try:

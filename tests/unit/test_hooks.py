@@ -309,3 +309,43 @@ def test_a_hook_gets_no_api_key_and_no_path_entry_a_sandboxed_command_could_writ
     [run] = asyncio.run(runner.run(runner.hooks, {"hook_event_name": "Stop"}))
     assert run.exit_code == 0, run.problem()
     assert out.read_text().split() == ["none", "none", "kept", "/usr/bin:/bin"]
+
+
+def _shell_agent(repo: Path, tmp_path: Path, provider: FakeProvider, deny: list[str], hook_answer: dict) -> Any:
+    """The real gate, hook runner, registry and Shell tool (no sandbox: the rules are the last line), with the
+    session's approval engine asking nobody."""
+    from kimi_cli.approval.engine import Approver
+    from kimi_cli.approval.rules import Rules
+    from kimi_cli.sandbox.backends.none import NoSandbox
+    from kimi_cli.sandbox.policy import build_policy
+    from kimi_cli.tools.shell import Shell
+
+    private = tmp_path / "private-tmp"
+    private.mkdir(exist_ok=True)
+    approver = Approver.unattended(Rules.parse(deny=deny), yolo=False)
+    shell = Shell(NoSandbox(build_policy(repo, private), 30_000), approver=approver)
+    hooks = session_for(repo, [hook("PreToolUse", f"json '{json.dumps(hook_answer)}'")], tmp_path / "log")
+    return agent_for(provider, [shell], repo, gate=SessionGate(hooks=hooks))
+
+
+ALLOW_ANSWER = {"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "looks fine"}}
+
+
+def test_a_hooks_allow_never_overrides_a_deny_rule(repo: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("x")
+    provider = FakeProvider(calls(("Shell", {"command": f"rm -f {victim}"})), text("ok"))
+    asyncio.run(_shell_agent(repo, tmp_path, provider, ["rm"], ALLOW_ANSWER).run(user("clean")))
+    assert victim.exists()
+    assert "denied by the rule `rm`" in provider.requests[1].messages[-1]["content"]
+
+
+def test_a_hooks_allow_spares_the_question_for_its_own_call_only(repo: Path, tmp_path: Path) -> None:
+    # --sandbox none headless: a command nobody approved is refused; the hook's allow is what runs it
+    provider = FakeProvider(calls(("Shell", {"command": "touch allowed.txt"})), text("ok"))
+    asyncio.run(_shell_agent(repo, tmp_path, provider, ["rm"], ALLOW_ANSWER).run(user("make it")))
+    assert (repo / "allowed.txt").exists()
+    provider = FakeProvider(calls(("Shell", {"command": "touch unasked.txt"})), text("ok"))
+    asyncio.run(_shell_agent(repo, tmp_path, provider, ["rm"], {}).run(user("make it")))  # the hook says nothing
+    assert not (repo / "unasked.txt").exists()
+    assert "needs approval" in provider.requests[1].messages[-1]["content"]

@@ -1,7 +1,7 @@
 """ModeState: which mode a session is in, and what the model has been told about it.
 
-`ask` and `auto` are the approval policies (kimi_cli.approval.headless, the terminal's approver); `yolo` approves
-everything (ACP offers it as a mode); `plan` keeps the policy of the mode before it and adds plan mode
+`ask` and `auto` are approval modes, rows of the engine's table (kimi_cli.approval.policy); `yolo` approves
+everything (ACP offers it as a mode); `plan` keeps the row of the mode before it and adds plan mode
 (kimi_cli.approval.modes.plan). Front ends change the mode (Shift+Tab, /plan, ACP session/set_mode, --plan) and
 listen to changes to keep their approver and status line in step.
 """

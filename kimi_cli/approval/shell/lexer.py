@@ -4,6 +4,12 @@ It understands a subset of bash exactly and raises `Unreadable` for everything e
 `${x@P}` and other parameter operators, `case`, `[[`, arrays, unterminated quotes...). Approval rules
 are decided on what it returns, so "I am not sure" must never read as "nothing there": a caller that gets
 `Unreadable` asks the user instead of matching a rule.
+
+Backslash-newline pairs are removed where bash removes them, before anything else looks at the text:
+in command text (inside words, between the characters of an operator, after `$`) and in the lines of an
+unquoted here-document (so `EO\\` + `F` ends `<<EOF`, and `$\\` + `(x)` is a substitution), never inside
+single quotes, comments or a quoted here-document. The lexers of one line share one `_Source`, which
+makes the removal as the reading reaches each position: what was read before is never moved.
 """
 
 from __future__ import annotations
@@ -38,43 +44,82 @@ def parse(command: str, depth: int = 0) -> Script:
         raise Unreadable("nested too deeply")
     if "\x00" in command:
         raise Unreadable("NUL byte")
-    lexer = _Lexer(command, depth)
+    lexer = _Lexer(_Source(command), depth)
     tokens = lexer.tokens()
-    if lexer.pos != len(command):
+    if lexer.pos != len(lexer.s):
         raise Unreadable("unbalanced )")
-    return _build(tokens)
+    script = _build(tokens)
+    script.text = lexer.s
+    return script
+
+
+class _Source:
+    """The text as bash reads it: backslash-newline pairs disappear at the position being read, where the
+    context there joins lines (the caller knows: unquoted or double-quoted text)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pending = "\\\n" in text
+
+    def join(self, pos: int) -> None:
+        if not self.pending:
+            return
+        text, end = self.text, pos
+        while text.startswith("\\\n", end):
+            end += 2
+        if end != pos:
+            self.text = text[:pos] + text[end:]
+            self.pending = "\\\n" in self.text
 
 
 class _Lexer:
-    def __init__(self, text: str, depth: int, closer: str = "") -> None:
-        self.s = text
+    def __init__(self, src: _Source, depth: int, closer: str = "") -> None:
+        self.src = src
         self.pos = 0
         self.depth = depth
         self.closer = closer  # ")" inside $( ... ), where an unmatched ) ends the scan
         self.pending_heredocs: list[tuple[Token, str, bool, bool]] = []
         self.parens = 0
 
+    @property
+    def s(self) -> str:
+        return self.src.text
+
+    def _here(self) -> str:
+        """The character at pos as bash reads it (continuations there removed); "" at the end."""
+        self.src.join(self.pos)
+        return self.s[self.pos] if self.pos < len(self.s) else ""
+
+    def _at(self, text: str, at: int | None = None) -> bool:
+        """Whether `text` (syntax characters) comes next at `at`, continuations between its characters
+        removed as bash removes them (they are read in the same unquoted context)."""
+        start = self.pos if at is None else at
+        for k, ch in enumerate(text):
+            self.src.join(start + k)
+            if not self.s.startswith(ch, start + k):
+                return False
+        return True
+
     def tokens(self) -> list[Token]:
         out: list[Token] = []
-        s = self.s
-        while self.pos < len(s):
-            c = s[self.pos]
+        while True:
+            c = self._here()
+            if not c:
+                break
             if c in " \t":
                 self.pos += 1
-            elif s.startswith("\\\n", self.pos):
-                self.pos += 2
-            elif c == "#":
-                while self.pos < len(s) and s[self.pos] != "\n":
-                    self.pos += 1
+            elif c == "#":  # a comment ends at the newline, a backslash before it included
+                end = self.s.find("\n", self.pos)
+                self.pos = len(self.s) if end < 0 else end
             elif c == "\n":
                 out.append(Token("op", "\n", self.pos, self.pos + 1))
                 self.pos += 1
                 self._read_heredocs()
             elif c == ")" and self.closer == ")" and self.parens == 0:
                 break
-            elif s.startswith("((", self.pos) or s.startswith("$((", self.pos):
+            elif self._at("((") or self._at("$(("):
                 raise Unreadable("arithmetic")
-            elif c in "<>" and s.startswith("(", self.pos + 1):
+            elif c in "<>" and self._at("(", self.pos + 1):
                 out.append(self._word())  # process substitution <( ... ) / >( ... )
             elif c in ";&|()<>":
                 out.append(self._operator())
@@ -89,13 +134,13 @@ class _Lexer:
         return out
 
     def _operator(self) -> Token:
-        s, start = self.s, self.pos
+        start = self.pos
         for op in REDIRECTS:
-            if s.startswith(op, start):
+            if self._at(op):
                 self.pos += len(op)
                 return Token("redir", op, start, self.pos)
         for op in OPERATORS:
-            if s.startswith(op, start):
+            if self._at(op):
                 if op in (";;", ";;&", ";&"):
                     raise Unreadable("case terminator")
                 self.pos += len(op)
@@ -109,15 +154,18 @@ class _Lexer:
         raise Unreadable(f"operator at {start}")  # pragma: no cover - every metachar is covered above
 
     def _word(self) -> Token:
-        s, start = self.s, self.pos
+        start = self.pos
         value: list[str] = []
         known = True
         glob = False
         subs: list[Script] = []
-        while self.pos < len(s):
-            c = s[self.pos]
+        while True:
+            c = self._here()
+            if not c:
+                break
+            s = self.s
             if c in METACHARS:
-                if c in "<>" and s.startswith("(", self.pos + 1):
+                if c in "<>" and self._at("(", self.pos + 1):
                     subs.append(self._substitution(self.pos + 2))
                     known = False
                     continue
@@ -125,8 +173,7 @@ class _Lexer:
             if c == "\\":
                 if self.pos + 1 >= len(s):
                     raise Unreadable("backslash at the end")
-                if s[self.pos + 1] != "\n":
-                    value.append(s[self.pos + 1])
+                value.append(s[self.pos + 1])  # never a newline: _here removed that pair
                 self.pos += 2
             elif c == "'":
                 end = s.find("'", self.pos + 1)
@@ -134,9 +181,9 @@ class _Lexer:
                     raise Unreadable("unterminated '")
                 value.append(s[self.pos + 1 : end])
                 self.pos = end + 1
-            elif s.startswith("$'", self.pos):
+            elif c == "$" and self._at("'", self.pos + 1):
                 value.append(self._ansi_c())
-            elif c == '"' or s.startswith('$"', self.pos):
+            elif c == '"' or (c == "$" and self._at('"', self.pos + 1)):
                 self.pos += 1 if c == '"' else 2
                 part, part_known = self._double_quoted(subs)
                 value.append(part)
@@ -152,9 +199,9 @@ class _Lexer:
                 glob = glob or self._expands(c, start)
                 value.append(c)
                 self.pos += 1
-        raw = s[start : self.pos]
+        raw = self.s[start : self.pos]
         word = Word(raw, "".join(value) if known else None, glob, subs)
-        fd_redirect = raw.isdigit() and self.pos < len(s) and s[self.pos] in "<>"
+        fd_redirect = raw.isdigit() and self._here() in ("<", ">")
         if fd_redirect:
             tok = self._operator()
             tok.fd, tok.start = raw, start
@@ -166,11 +213,13 @@ class _Lexer:
         if c in "*?":
             return True
         # Quoted parts belong to the word: `/bin/r[' 'm]` is a pattern that matches rm, and `{rm,' x'}` is
-        # brace expansion into `rm` and ` x`.
+        # brace expansion into `rm` and ` x`. A continuation in what follows could hide `..` or `,`: a pattern.
         if c == "[":
-            return "]" in self._word_rest()
+            rest = self._word_rest()
+            return "]" in rest or "\\\n" in rest
         if c == "{":
-            return re.match(r"\{[^}]*(,|\.\.)[^}]*\}", self._word_rest()) is not None
+            rest = self._word_rest()
+            return "\\\n" in rest or re.match(r"\{[^}]*(,|\.\.)[^}]*\}", rest) is not None
         return c == "~" and self.pos == word_start
 
     def _word_rest(self) -> str:
@@ -202,6 +251,8 @@ class _Lexer:
             if e in ANSI_C:
                 out.append(ANSI_C[e])
                 i += 2
+            elif e == "\n":
+                raise Unreadable("a backslash-newline inside $'...'")
             elif e in "xuU":
                 limit = {"x": 2, "u": 4, "U": 8}[e]
                 m = re.match(f"[0-9A-Fa-f]{{1,{limit}}}", s[i + 2 :])
@@ -236,22 +287,21 @@ class _Lexer:
         return "".join(out)
 
     def _double_quoted(self, subs: list[Script]) -> tuple[str, bool]:
-        s = self.s
         out: list[str] = []
         known = True
         while True:
-            if self.pos >= len(s):
+            c = self._here()
+            if not c:
                 raise Unreadable('unterminated "')
-            c = s[self.pos]
+            s = self.s
             if c == '"':
                 self.pos += 1
                 return "".join(out), known
-            if c == "\\" and self.pos + 1 < len(s) and s[self.pos + 1] in '$`"\\\n':
-                if s[self.pos + 1] != "\n":
-                    out.append(s[self.pos + 1])
+            if c == "\\" and self.pos + 1 < len(s) and s[self.pos + 1] in '$`"\\':
+                out.append(s[self.pos + 1])
                 self.pos += 2
             elif c == "$":
-                if s.startswith("$((", self.pos):
+                if self._at("$(("):
                     raise Unreadable("arithmetic")
                 part_known, text = self._dollar(subs, quoted=True)
                 out.append(text)
@@ -265,10 +315,12 @@ class _Lexer:
 
     def _dollar(self, subs: list[Script], quoted: bool = False) -> tuple[bool, str]:
         """$name, ${name}, $(...): (value known, literal text). Anything fancier is unreadable."""
-        s, i = self.s, self.pos
+        i = self.pos
+        self.src.join(i + 1)
+        s = self.s
         nxt = s[i + 1] if i + 1 < len(s) else ""
         if nxt == "(":
-            if s.startswith("$((", i):
+            if self._at("$((", i):
                 raise Unreadable("arithmetic")
             subs.append(self._substitution(i + 2))
             return False, ""
@@ -296,7 +348,7 @@ class _Lexer:
         """$( ... ), <( ... ), >( ... ): the body is read as a script up to its matching )."""
         if self.depth + 1 > MAX_DEPTH:
             raise Unreadable("nested too deeply")
-        inner = _Lexer(self.s, self.depth + 1, closer=")")
+        inner = _Lexer(self.src, self.depth + 1, closer=")")
         inner.pos = body_start
         tokens = inner.tokens()
         if inner.pos >= len(self.s) or self.s[inner.pos] != ")":
@@ -309,6 +361,8 @@ class _Lexer:
         i = self.pos + 1
         body: list[str] = []
         while i < len(s) and s[i] != "`":
+            if s[i] == "\\" and i + 1 < len(s) and s[i + 1] == "\n":
+                raise Unreadable("a backslash-newline inside `...`")
             if s[i] == "\\" and i + 1 < len(s) and s[i + 1] in "`$\\":
                 body.append(s[i + 1])
                 i += 2
@@ -322,9 +376,9 @@ class _Lexer:
 
     def _heredoc_start(self, strip_tabs: bool) -> Token:
         """The delimiter word after << or <<-; the body is read after the end of the line."""
-        while self.pos < len(self.s) and self.s[self.pos] in " \t":
+        while self._here() in (" ", "\t"):
             self.pos += 1
-        if self.pos >= len(self.s) or self.s[self.pos] in METACHARS:
+        if not self._here() or self._here() in METACHARS:
             raise Unreadable("here-document without a delimiter")
         tok = self._word()
         target = tok.word
@@ -334,17 +388,29 @@ class _Lexer:
         self.pending_heredocs.append((tok, target.value, strip_tabs, expands))
         return tok
 
+    def _heredoc_line(self, joins: bool) -> str:
+        """The next line of a here-document body. In an unquoted one bash removes every backslash-newline
+        first (`EO\\` + `F` is the line `EOF`); a backslash before anything else stays, with that character."""
+        s, i = self.s, self.pos
+        out: list[str] = []
+        while i < len(s) and s[i] != "\n":
+            if joins and s[i] == "\\" and i + 1 < len(s):
+                if s[i + 1] != "\n":
+                    out.append(s[i : i + 2])
+                i += 2
+                continue
+            out.append(s[i])
+            i += 1
+        self.pos = min(i + 1, len(s))
+        return "".join(out)
+
     def _read_heredocs(self) -> None:
-        s = self.s
         for tok, delimiter, strip_tabs, expands in self.pending_heredocs:
             lines: list[str] = []
             while True:
-                if self.pos >= len(s):
+                if self.pos >= len(self.s):
                     raise Unreadable("here-document without its end")
-                end = s.find("\n", self.pos)
-                end = len(s) if end < 0 else end
-                line = s[self.pos : end]
-                self.pos = min(end + 1, len(s))
+                line = self._heredoc_line(joins=expands)
                 if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                     break
                 lines.append(line)

@@ -62,6 +62,7 @@ class Script:
     commands: list[Simple] = field(default_factory=list)
     operators: list[str] = field(default_factory=list)
     keywords: list[str] = field(default_factory=list)
+    text: str = ""  # the line as bash reads it (continuations removed): Simple.start/end index into it
 
 
 @dataclass

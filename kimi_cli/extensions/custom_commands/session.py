@@ -12,8 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kimi_cli.approval.rules import Rules
 from kimi_cli.extensions.custom_commands.expand import Expansion, RunShell, allow_rules, expand
 from kimi_cli.extensions.custom_commands.loader import CustomCommand, load_commands
+from kimi_cli.tools.base import CallApproval
 
 
 @dataclass
@@ -58,14 +60,15 @@ class CommandSet:
         return [f"/{c.name} ({c.label}/{c.rel}) is not offered: /{c.name} is a built-in command" for c in self.shadowed]
 
 
-def shell_runner(shell: Any) -> RunShell | None:
+def shell_runner(shell: Any, workdir: Path | None = None) -> RunShell | None:
     """`!cmd` through the session's Shell tool: its approver first (deny rules, asking), then its sandbox."""
     if shell is None or not hasattr(shell, "sandbox"):
         return None
 
     async def run(line: str) -> str:
         approver = getattr(shell, "approver", None)
-        refusal = await approver.review_shell(line, shell.sandbox.name) if approver is not None else None
+        where = CallApproval(workdir)  # relative redirections of the line open in the workspace
+        refusal = await approver.review_shell(line, shell.sandbox.name, where) if approver is not None else None
         if refusal:
             return f"[`{line}` not run: {refusal}]"
         try:
@@ -84,7 +87,8 @@ def shell_runner(shell: Any) -> RunShell | None:
 
 async def prepare(commands: CommandSet, command: CustomCommand, args: str, registry: Any) -> Expansion:
     shell = registry.get("Shell") if registry is not None else None
-    return await expand(command, args, commands.workdir, shell_runner(shell), commands.may_run(command))
+    runner = shell_runner(shell, commands.workdir)
+    return await expand(command, args, commands.workdir, runner, commands.may_run(command))
 
 
 class TurnScope:
@@ -99,15 +103,15 @@ class TurnScope:
     def enter(self, approver: Any, provider: Any = None, runtime: Any = None) -> list[str]:
         """Apply; returns notes for the user."""
         notes = []
-        allow = _allow_list(approver)
-        if allow is not None and self.rules:
-            added = [r for r in self.rules if r not in allow]
-            allow.extend(added)
+        rules = _rules_of(approver)
+        if rules is not None and self.rules:
+            added = [r for r in self.rules if r not in rules.allow]
+            for rule in added:
+                rules.add_allow(rule)
 
             def forget() -> None:
                 for rule in added:
-                    if rule in allow:
-                        allow.remove(rule)
+                    rules.remove_allow(rule)
 
             self._undo.append(forget)
             notes.append(f"/{self.command.name} allows for this turn: {', '.join(self.rules)}")
@@ -126,11 +130,7 @@ class TurnScope:
         self._undo.clear()
 
 
-def _allow_list(approver: Any) -> list[str] | None:
-    """The approver's allow rules as a list it reads live: the terminal's (rules.allow), headless (allow)."""
-    inner = getattr(approver, "inner", approver)
-    rules = getattr(inner, "rules", None)
-    if rules is not None and isinstance(getattr(rules, "allow", None), list):
-        return rules.allow  # type: ignore[no-any-return]
-    allow = getattr(inner, "allow", None)
-    return allow if isinstance(allow, list) else None
+def _rules_of(approver: Any) -> Rules | None:
+    """The session's rules, which the approval engine reads live (a wrapper forwards `rules`)."""
+    rules = getattr(approver, "rules", None)
+    return rules if isinstance(rules, Rules) else None

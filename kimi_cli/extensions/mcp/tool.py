@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.manager import McpError, McpManager
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import CallApproval, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.schema import convert_parameters
 
@@ -19,7 +19,7 @@ PIPELINE_MAX_BYTES = 40 * 1024 * 1024  # larger MCP images are not decoded (the 
 
 
 class McpApprover(Protocol):
-    async def review_mcp(self, tool_name: str, arguments: str) -> str | None: ...
+    async def review_mcp(self, tool_name: str, arguments: str, call: CallApproval | None = None) -> str | None: ...
 
 
 class McpArgs(BaseModel):
@@ -56,7 +56,7 @@ class McpTool(Tool[McpArgs]):
 
     async def run(self, params: McpArgs, ctx: ToolContext) -> ToolResult:
         arguments = params.model_dump()
-        refusal = await self.approver.review_mcp(self.name, json.dumps(arguments, ensure_ascii=False))
+        refusal = await self.approver.review_mcp(self.name, json.dumps(arguments, ensure_ascii=False), ctx.approval())
         if refusal:
             raise ToolError(f"{self.name} was not run: {refusal}")
         try:

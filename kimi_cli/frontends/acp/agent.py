@@ -132,8 +132,8 @@ class KimiAcpAgent:
             runtime = await asyncio.to_thread(Runtime.build, Path(cwd).resolve(), flags, choice)
         holder: dict[str, AcpSession] = {}
         cfg = runtime.config  # the terminal's policy: network included
-        approver = make_approver(self.conn, runtime.session.id, cfg.approval.policy, cfg.approval.allow,
-                                 cfg.approval.deny, network=cfg.sandbox.allow_network, hooks=runtime.hooks)  # fmt: skip
+        approver = make_approver(self.conn, runtime.session.id, "yolo" if cfg.yolo else cfg.approval.policy,
+                                 runtime.rules, network=cfg.sandbox.allow_network, hooks=runtime.hooks)  # fmt: skip
         agent, _provider = await asyncio.to_thread(
             runtime.make_agent, lambda e: holder["s"].emit(e) if "s" in holder else None, approver
         )
@@ -197,8 +197,7 @@ class KimiAcpAgent:
         session = self._session(session_id)
         if mode_id not in MODES and mode_id != "plan":
             raise _invalid(f"unknown mode {mode_id!r}; modes: {', '.join([*MODES, 'plan'])}")
-        if mode_id != "plan":  # plan mode keeps the approval policy of the mode before it
-            set_mode(session.approver, mode_id)
+        set_mode(session.approver, mode_id)  # plan mode keeps the approval row of the mode before it
         session.runtime.mode.set(mode_id)
         return SetSessionModeResponse()
 
@@ -252,7 +251,8 @@ class KimiAcpAgent:
         session.runtime.session.close()
         fresh = await self._open(str(session.runtime.workdir), session.mcp_servers, session.id)
         fresh.trust_asked = True
-        fresh.approver.policy, fresh.approver.yolo = session.approver.policy, session.approver.yolo
+        fresh.approver.set_mode(session.approver.before)
+        fresh.approver.set_mode(session.approver.mode)
         fresh.runtime.mode.set(session.runtime.mode.current)
         return fresh
 

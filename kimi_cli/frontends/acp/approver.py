@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kimi_cli.frontends.terminal.approvals import ApprovalRules, InteractiveApprover
+from kimi_cli.approval.engine import Approver
+from kimi_cli.approval.rules import Rules
 
-MODES = {"ask": "ask", "auto": "auto", "yolo": "auto"}
+MODES = ("ask", "auto", "yolo")  # the modes the editor may pick (plan mode aside)
 
 
 class AcpAsk:
@@ -19,6 +20,7 @@ class AcpAsk:
         self.hooks = hooks  # the session's HookSession: Notification fires as the editor is asked
 
     async def __call__(self, command: str, prefix: str) -> str:
+        why = getattr(command, "why", "")  # the engine's reason for asking (a Question), shown with the details
         from acp.schema import PermissionOption, ToolCallUpdate
 
         from kimi_cli.frontends.questions import TITLE_LIMIT, show
@@ -32,7 +34,7 @@ class AcpAsk:
         # offered: nobody may approve for good what they could not read. The details hold the command as lines
         # (same rules, a larger limit); raw_input keeps the exact bytes that would run.
         title = show(command, one_line=True, limit=TITLE_LIMIT)
-        details = show(command)
+        details = show(command + (f"\n\n({why})" if why else ""))
         always = bool(prefix) and title.complete and details.complete
         options = [PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once")]
         if always:  # "" : not one plain command (or it holds control characters): no `always` for it
@@ -59,14 +61,12 @@ def _text(text: str) -> Any:
 
 
 def make_approver(
-    conn: Any, session_id: str, policy: str, allow: list[str], deny: list[str], network: bool = False, hooks: Any = None
-) -> InteractiveApprover:
-    """The terminal's approver with the editor as the one who answers: same rules, same network policy, and
-    the Notification hooks fire as the editor is asked."""
-    ask = AcpAsk(conn, session_id, hooks)
-    return InteractiveApprover(policy, ApprovalRules(list(allow), list(deny)), ask, network)
+    conn: Any, session_id: str, policy: str, rules: Rules, network: bool = False, hooks: Any = None
+) -> Approver:
+    """The session's approval engine with the editor as the one who answers: the terminal's rules and modes,
+    the same network policy, and the Notification hooks fire as the editor is asked."""
+    return Approver(rules, policy, AcpAsk(conn, session_id, hooks), network)
 
 
-def set_mode(approver: InteractiveApprover, mode: str) -> None:
-    approver.policy = MODES[mode]
-    approver.yolo = mode == "yolo"
+def set_mode(approver: Approver, mode: str) -> None:
+    approver.set_mode(mode)

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.agent.runtime import Runtime, SessionChoice
-from kimi_cli.approval.headless import HeadlessApprover
+from kimi_cli.approval.engine import Approver
+from kimi_cli.approval.rules import Rules
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.frontends.ci_repair.failures import counts, failing_tests, trim_failures
 from kimi_cli.frontends.ci_repair.results import RepairResult, TestRun
@@ -56,7 +57,7 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     sys.stderr.write(
         f"kimi: {len(before.failing) or 'some'} failing; {switch_to_work_branch(runtime.workdir, branch)} {branch}\n"
     )
-    agent, _provider = runtime.make_agent(renderer, HeadlessApprover(True), headless=True)
+    agent, _provider = runtime.make_agent(renderer, Approver.unattended(Rules(), yolo=True), headless=True)
     shadow = ShadowRepo(runtime.workdir)
     best: tuple[tuple[int, int], str, TestRun] | None = None
     message = TASK.format(command=command, failures=trim_failures(before.output))

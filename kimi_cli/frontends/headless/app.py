@@ -17,7 +17,7 @@ from typing import Any
 from kimi_cli.agent.events import Finished
 from kimi_cli.agent.loop import Agent, RunOutcome
 from kimi_cli.agent.runtime import Runtime, SessionChoice
-from kimi_cli.approval.headless import HeadlessApprover
+from kimi_cli.approval.engine import Approver
 from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.frontends.attachments import build_user_message, check_attachments
 from kimi_cli.frontends.headless.flow import HeadlessFlow
@@ -146,7 +146,7 @@ def run_headless(opts: RunOptions) -> int:
                                       started=started))  # fmt: skip
         return code
 
-    approver = HeadlessApprover(runtime.config.yolo, runtime.config.approval.allow, runtime.config.approval.deny)
+    approver = Approver.unattended(runtime.rules, runtime.config.yolo)
     agent, provider = runtime.make_agent(renderer, approver, headless=True)
     renderer.init(init_info(runtime, agent, opts))
     run_started = time.perf_counter()

@@ -15,7 +15,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kimi_cli.approval.rules import simple_parts
 from kimi_cli.frontends.questions import show
 from kimi_cli.util.sanitize import is_clean, visible
 
@@ -30,6 +29,13 @@ class ApprovalView:
     prompt: str = ""
 
 
+def guarded_shape(rule: str) -> bool:
+    """Whether a prefix rule's program has options the rules look for (kimi_cli.approval.shell.options)."""
+    from kimi_cli.approval.shell.options import TABLE
+
+    return rule.split(" ", 1)[0].rsplit("/", 1)[-1] in TABLE
+
+
 def kind_of(rule: str) -> str:
     if rule.startswith("web:"):
         return "web"
@@ -38,8 +44,12 @@ def kind_of(rule: str) -> str:
     return "shell"
 
 
-def approval_view(command: str, rule: str, config_name: str = ".kimi/config.toml") -> ApprovalView:
-    """The panel and options for `command`; `rule` is what `always` remembers ("" : not offered)."""
+def approval_view(
+    command: str, rule: str, config_name: str = ".kimi/config.toml", why: str = "", parts: int | None = None
+) -> ApprovalView:
+    """The panel and options for `command`; `rule` is what `always` remembers ("" : not offered). `why` is the
+    engine's reason for asking; `parts` the plain commands of a chain, from the call's one reading (None:
+    read the command here, for a caller that has no reading)."""
     kind = kind_of(rule)
     title = {"web": "fetch this page?", "mcp": "call this MCP tool?"}.get(kind, "run this command?")
     # Exactly the bytes that will run, wrapped, never cut silently: control characters written out and blank
@@ -54,11 +64,16 @@ def approval_view(command: str, rule: str, config_name: str = ".kimi/config.toml
     elif not is_clean(command.replace("\n", "").replace("\t", "")):
         notes.append(Text("(holds control characters, shown as \\xNN; `always` is not offered)", style="bold red"))
     elif kind == "shell" and not rule:
-        parts = simple_parts(command) or []
-        if len(parts) > 1:
+        if parts is None:
+            from kimi_cli.approval.shell.reading import read_shell
+
+            parts = len(read_shell(command).parts or [])
+        if why:
+            notes.append(Text(f"({why}: `always` is not offered for it)", style="dim"))
+        elif parts > 1:
             notes.append(
                 Text(
-                    f"(a chain of {len(parts)} commands: `always` is offered for one plain command only, so that "
+                    f"(a chain of {parts} commands: `always` is offered for one plain command only, so that "
                     "a rule never approves what is chained to it)",
                     style="dim",
                 )
@@ -71,6 +86,8 @@ def approval_view(command: str, rule: str, config_name: str = ".kimi/config.toml
     if rule:
         shown = visible(rule[4:] if kind == "web" else rule, one_line=True)
         what = {"web": f"fetches from {shown}", "mcp": f"calls of {shown}"}.get(kind, f"commands starting `{shown}`")
+        if kind == "shell" and guarded_shape(rule):  # the safe shape: what the rule will not approve is said
+            what += " whose options do not write files, run programs or reach the network (those still ask)"
         keys["a"] = "always"
         lines.append(("a", f"always: {what}, for this session"))
         if kind != "web":

@@ -78,11 +78,7 @@ class SessionFeatures:
 
     def on_mode(self, mode: str) -> None:
         """Keep the approver and the status line in step with the mode."""
-        approver = self.app.approver
-        if mode in ("ask", "auto"):
-            approver.policy, approver.yolo = mode, False
-        elif mode == "yolo":
-            approver.yolo = True
+        self.app.approver.set_mode(mode)  # plan mode keeps the approval row of the mode before it
         self.app.status.mode = MODE_LABELS.get(mode, mode)
         if hasattr(self.app, "input"):
             self.app.input.invalidate()

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from kimi_cli.agent.loop import Agent
 from kimi_cli.agent.runtime import Runtime, SessionChoice
-from kimi_cli.frontends.terminal.approvals import ApprovalRules
+from kimi_cli.approval.rules import Rules
 from kimi_cli.frontends.terminal.render import TerminalRenderer
 from kimi_cli.frontends.terminal.status import SessionStatus
 from kimi_cli.llm.provider import ChatProvider
@@ -23,7 +23,7 @@ class SessionHost(Protocol):
     provider: ChatProvider
     renderer: TerminalRenderer
     status: SessionStatus
-    rules: ApprovalRules
+    rules: Rules
     pending_images: list[str]
 
     def switch(self, choice: SessionChoice) -> None: ...
@@ -31,5 +31,6 @@ class SessionHost(Protocol):
     def set_model(self, model: str) -> None: ...
     def set_effort(self, effort: str) -> None: ...
     def print_recap(self) -> None: ...
+    def save_rule(self, rule: str) -> bool: ...
     async def ask_line(self, question: str) -> str: ...
     async def show_last(self) -> None: ...

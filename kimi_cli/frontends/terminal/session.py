@@ -22,10 +22,10 @@ from rich.text import Text
 
 from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.agent.runtime import Runtime, SessionChoice
+from kimi_cli.approval.engine import Approver
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.frontends.attachments import IMAGE_SUFFIXES, build_user_message
 from kimi_cli.frontends.terminal.approval_view import approval_view
-from kimi_cli.frontends.terminal.approvals import ApprovalRules, InteractiveApprover
 from kimi_cli.frontends.terminal.features import SessionFeatures
 from kimi_cli.frontends.terminal.input import InputLine, Question
 from kimi_cli.frontends.terminal.prompt import KimiCompleter
@@ -54,10 +54,10 @@ class InteractiveApp:
         )  # fmt: skip
         self.status.carry(runtime.session.usage)  # a resumed session's cost goes on from where it was
         self.renderer = TerminalRenderer(self.console, self.status)
-        self.rules = ApprovalRules(list(cfg.approval.allow), list(cfg.approval.deny))
-        self.approver = InteractiveApprover(
-            cfg.approval.policy, self.rules, self.ask_approval, cfg.sandbox.allow_network, cfg.yolo,
-            runtime.workdir / ".kimi" / "config.toml",
+        self.rules = runtime.rules  # parsed once at start; /allow and /deny add to them
+        self.approver = Approver(
+            self.rules, "yolo" if cfg.yolo else cfg.approval.policy, self.ask_approval, cfg.sandbox.allow_network,
+            save=self.save_rule,
         )  # fmt: skip
         self.agent, self.provider = runtime.make_agent(self.renderer, self.approver)
         self.status.effort = self.effort_label()
@@ -198,9 +198,20 @@ class InteractiveApp:
         """A line of text; Esc or Ctrl-C answer '' (commands treat that as no)."""
         return (await self.input.ask(Question(question))).strip().lower()
 
+    def save_rule(self, rule: str) -> bool:
+        """`s` and `/allow --save`: keep the rule in the workspace's .kimi/config.toml; a refusal is told."""
+        from kimi_cli.approval.persist import RuleNotSaved
+
+        try:
+            return self.runtime.save_rule(rule)
+        except RuleNotSaved as exc:
+            self.console.print(visible_text(f"the rule `{rule}` applies for this session but was not saved: {exc}",
+                                            "yellow"))  # fmt: skip
+            return False
+
     async def ask_approval(self, command: str, prefix: str) -> str:
         self.features.notify(f"kimi needs your permission: {command[:300]}")
-        view = approval_view(command, prefix)
+        view = approval_view(command, prefix, why=getattr(command, "why", ""), parts=getattr(command, "parts", None))
         self.console.print(view.renderable)
         phase, self.status.phase = self.status.phase, "waiting for your answer"
         try:

@@ -113,19 +113,15 @@ class SettingsCommands:
         if not prefix:
             self.console.print(visible_text(f"allowed without asking: {', '.join(self.app.rules.allow) or '(none)'}"))
             return
-        self.app.rules.allow.append(prefix)
-        if save:
-            from kimi_cli.frontends.terminal.approvals import save_allow_rule
-
-            save_allow_rule(self.app.runtime.workdir / ".kimi" / "config.toml", prefix)
-        saved = " (saved in .kimi/config.toml)" if save else ""
+        self.app.rules.add_allow(prefix)
+        saved = " (saved in .kimi/config.toml)" if save and self.app.save_rule(prefix) else ""
         self.console.print(visible_text(f"commands starting with `{prefix}` run without asking{saved}"))
 
     async def cmd_deny(self, arg: str) -> None:
         if not arg:
             self.console.print(visible_text(f"denied: {', '.join(self.app.rules.deny) or '(none)'}"))
             return
-        self.app.rules.deny.append(arg)
+        self.app.rules.add_deny(arg)
         self.console.print(visible_text(f"`{arg}` will be refused wherever it appears in a command line"))
 
     # --- tasks, MCP, web -------------------------------------------------------------------------------------

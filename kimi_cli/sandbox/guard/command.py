@@ -78,6 +78,10 @@ class CommandGuard:
         report.limits = self._limits()
         return report
 
+    def accept(self, rel: str, data: bytes) -> bool:
+        """kimi itself wrote `rel` (workspace-relative, e.g. a saved rule in .kimi/config.toml): keep it."""
+        return self.git.accept(rel, data)
+
     def check(self, by: str) -> str:
         """Between commands (a background task ended): the note for what it did, empty when nothing."""
         return self.before().note(self.workspace, by)

@@ -264,6 +264,24 @@ class _Snapshot:
                         wrong.add(rel)
         return wrong
 
+    def accept(self, root_fd: int, rel: str, data: bytes) -> bool:
+        """kimi itself wrote `data` to `rel` (a saved rule): it joins the baseline with the folders above it,
+        but only if the file holds exactly that now (a writer racing kimi is not adopted)."""
+        if not any(rel == root or rel.startswith(root + "/") for root in self.roots):
+            return False
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            st = safe_fs.lstat_at(root_fd, folder)
+            if not stat.S_ISDIR(st.st_mode):
+                return False
+            self.dirs[folder] = stat.S_IMODE(st.st_mode)
+        st = safe_fs.lstat_at(root_fd, rel)
+        if not stat.S_ISREG(st.st_mode) or safe_fs.read_at(root_fd, rel, MAX_GUARDED_BYTES)[0] != data:
+            return False
+        self.files[rel] = ((st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode), data)
+        return True
+
     def _refresh(self, root_fd: int, rels: list[str]) -> None:
         """New stamps for what we just put back, where it holds what we wrote. Never a new baseline: a
         writer racing us (a background task) would have its change adopted; it is repaired next time."""
@@ -396,6 +414,13 @@ class GitGuard:
 
     def after(self) -> list[str]:
         return sorted(set(self._safely(self.strict.restore)) | set(self._safely(self.loose.restore)))
+
+    def accept(self, rel: str, data: bytes) -> bool:
+        """kimi's own write of a guarded file (see _Snapshot.accept)."""
+        try:
+            return self._with_root(lambda root_fd: self.strict.accept(root_fd, rel, data))
+        except OSError:
+            return False
 
     def _safely(self, action: Callable[[int], T]) -> T | list[str]:
         """The guard must never take the Shell tool down (a command shapes what it walks): an unexpected

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kimi_cli.approval.headless import HeadlessApprover
-from kimi_cli.approval.rules import check
+from kimi_cli.approval.engine import Approver
+from kimi_cli.approval.rules import Rules, check
 from kimi_cli.sandbox.backends.none import NoSandbox
 from kimi_cli.sandbox.policy import build_policy
 from kimi_cli.tools.base import ToolContext
@@ -53,7 +53,10 @@ def test_deny_rules_catch_rm_hidden_by_braces_brackets_or_time_p(command: str, v
     [
         ("echo {a,b}", [], "none"),  # braces in an argument are not a program
         ("awk -F, '{print $1}' data.csv", ["awk"], "allowed"),  # quoted braces are text
-        ("find . -name '*.py' -exec wc -l {} +", ["find"], "allowed"),
+        # `{}` is text (the line is read, not "unreadable"); since issue 40 an allow rule `find` no longer
+        # approves -exec, which runs a program (shell/options.py), so this one asks
+        ("find . -name '*.py' -exec wc -l {} +", ["find"], "none"),
+        ("find . -name '*.py' -newer {}", ["find"], "allowed"),
         ("[ -f setup.py ] && echo yes", [], "none"),  # a test expression is not a glob
         ("time -p pytest -q", [], "none"),
         ("echo '[x y]'", ["echo"], "allowed"),
@@ -103,7 +106,7 @@ def test_ordinary_git_commands_still_read_as_before(command: str, kind: str) -> 
 def run_headless(ws: Path, tmp_path: Path, command: str) -> tuple[str, bool]:
     private_tmp = tmp_path / "private-tmp"
     private_tmp.mkdir(exist_ok=True)
-    shell = Shell(NoSandbox(build_policy(ws, private_tmp), 30_000), approver=HeadlessApprover(False, ["ls"], []))
+    shell = Shell(NoSandbox(build_policy(ws, private_tmp), 30_000), approver=Approver.unattended(Rules.parse(["ls"]), yolo=False))
     params = Shell.Params.model_validate({"command": command})
     try:
         result = asyncio.run(shell.run(params, ToolContext(workspace=Workspace(ws))))

@@ -7,10 +7,9 @@ import asyncio
 
 import pytest
 
-from kimi_cli.approval.headless import HeadlessApprover
-from kimi_cli.approval.rules import command_prefix, simple_parts
+from kimi_cli.approval.engine import Approver
+from kimi_cli.approval.rules import Rules, command_prefix, simple_parts
 from kimi_cli.approval.shell.lexer import Unreadable, parse
-from kimi_cli.frontends.terminal.approvals import ApprovalRules, InteractiveApprover
 
 ALLOW = ["pytest", "npm test", "git status", "touch"]
 DENY = ["rm", "curl", "git push"]
@@ -24,7 +23,7 @@ def outcome(command: str, allow: list[str] = ALLOW, deny: list[str] = DENY, sand
         asked.append(question)
         return "no:test"
 
-    approver = InteractiveApprover("auto", ApprovalRules(list(allow), list(deny)), ask, network=False)
+    approver = Approver(Rules.parse(allow, deny), "auto", ask, network=False)
     refusal = asyncio.run(approver.review_shell(command, sandbox))
     if asked:
         return "asks"
@@ -267,7 +266,7 @@ def test_without_deny_rules_unreadable_commands_behave_as_before() -> None:
 
 
 def test_headless_applies_the_same_rules_and_refuses_what_it_cannot_vet() -> None:
-    approver = HeadlessApprover(False, ["pytest"], ["rm"])
+    approver = Approver.unattended(Rules.parse(["pytest"], ["rm"]), yolo=False)
     assert asyncio.run(approver.review_shell("pytest -q tests/test_api.py", "none")) is None
     assert "denied" in (asyncio.run(approver.review_shell("env /bin/rm x", "bwrap")) or "")
     assert "cannot be checked" in (asyncio.run(approver.review_shell("$x y", "bwrap")) or "")
@@ -288,8 +287,8 @@ def test_always_for_a_line_that_cannot_be_remembered_approves_once_only() -> Non
         assert prefix == ""
         return "always"
 
-    rules = ApprovalRules([], [])
-    approver = InteractiveApprover("auto", rules, ask, network=False)
+    rules = Rules.parse([], [])
+    approver = Approver(rules, "auto", ask, network=False)
     assert asyncio.run(approver.review_shell("pytest && touch M", "none")) is None
     assert rules.allow == []
 

@@ -110,11 +110,11 @@ def test_a_folder_that_asks_for_nothing_needs_no_trust(tmp_path: Path, kimi_home
 
 
 def test_the_users_own_allow_rule_keeps_a_trusted_folder_trusted(tmp_path: Path, kimi_home: Path) -> None:
-    from kimi_cli.frontends.terminal.approvals import save_allow_rule
+    from kimi_cli.approval.persist import save_allow_rule
 
     project(tmp_path, '[approval]\nallow = ["pytest"]\n')
     trust.resolve(tmp_path, grant=True)
-    save_allow_rule(tmp_path / ".kimi" / "config.toml", "make test")
+    save_allow_rule(tmp_path, "make test")
     trust._DECIDED.clear()
     assert trust.assess(tmp_path).trusted
     assert load_config(tmp_path, {}, {}).approval.allow == ["pytest", "make test"]

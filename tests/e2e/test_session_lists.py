@@ -116,3 +116,40 @@ def test_resume_with_an_id_prefix_and_from_a_picker(repo: Path, env: dict, serve
     finally:
         picked.close()
     assert f"resume with: kimi --resume {one}" in term.transcript or "resume with: kimi" in term.transcript
+
+
+def test_failed_runs_are_hidden_unless_all_and_columns_stay_aligned(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    two_step_run(repo, env, server, "good task")
+    server.add({"error": 400, "body": '{"error": {"message": "bad request"}}'})
+    failed = run_kimi(["-p", "doomed task", "--output-format", "json"], repo, env, server)
+    assert failed.returncode != 0
+    failed_id = result_json(failed)["session_id"]
+    listing = run_kimi(["sessions"], repo, env)
+    assert failed_id not in listing.stdout and "good task" in listing.stdout
+    assert "1 failed run not listed (--all lists them)" in listing.stderr
+    shown = run_kimi(["sessions", "--all"], repo, env).stdout.splitlines()
+    assert len(shown) == 2
+    row = next(line for line in shown if failed_id in line)
+    assert "✗ error" in row and "doomed task" in row
+    # Every column starts where it starts on the other row, whatever the status says.
+    good = next(line for line in shown if failed_id not in line)
+    assert row.index(" step") == good.index(" step") and row.index(" tokens") == good.index(" tokens")
+    assert row.index("doomed task") == good.index("good task")
+    assert run_kimi(["export", failed_id, "--format", "md"], repo, env).returncode == 0  # still reachable by id
+
+
+def test_prune_removes_sessions_idle_longer_than_the_limit(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    old = two_step_run(repo, env, server, "old task")["session_id"]
+    new = two_step_run(repo, env, server, "new task")["session_id"]
+    meta_path = next((Path(env["HOME"]) / ".kimi" / "sessions").glob(f"*/{old}/meta.json"))
+    meta = json.loads(meta_path.read_text())
+    meta["updated"] -= 40 * 86_400  # last touched 40 days ago
+    meta_path.write_text(json.dumps(meta))
+    pruned = run_kimi(["sessions", "--prune", "--older-than", "30"], repo, env)
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"removed {old}" in pruned.stdout and "pruned 1 session older than 30 days" in pruned.stderr
+    assert not meta_path.parent.exists()
+    listing = run_kimi(["sessions"], repo, env).stdout
+    assert new in listing and old not in listing

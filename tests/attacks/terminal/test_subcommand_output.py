@@ -100,6 +100,17 @@ def run_sessions(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     assert_inert(in_terminal(["sessions"], repo, env))
 
 
+def run_export(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    server.add({"tool_calls": [tool_call("Shell", {"command": f"printf '%s' 'x{HOSTILE}'"}, "s1")]},
+               {"text": f"answer {HOSTILE}"})  # fmt: skip
+    assert run_kimi(["-p", f"export me {HOSTILE}"], repo, env, server).returncode == 0
+    assert_inert(in_terminal(["export"], repo, env))
+    assert_inert(in_terminal(["export", "--format", "json"], repo, env), shown=False)  # JSON escapes: \u001b
+    out = in_terminal(["export", "--format", "html"], repo, env)  # a page is written to a file, not printed
+    assert_inert(out, shown=False)
+    assert b"exported session" in out
+
+
 def run_undo(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     name = f"note{HOSTILE}.txt"
     server.add({"tool_calls": [tool_call("WriteFile", {"path": name, "content": "x\n"}, "w1")]}, {"text": "done"})
@@ -171,7 +182,8 @@ def run_login(repo: Path, env: dict, server: ScriptedModelServer) -> None:
 
 
 COVERED: dict[str, Callable[[Path, dict, ScriptedModelServer], None]] = {
-    "init": run_init, "sessions": run_sessions, "undo": run_undo, "mcp list": run_mcp_list, "mcp test": run_mcp_test,
+    "init": run_init, "sessions": run_sessions, "export": run_export,
+    "undo": run_undo, "mcp list": run_mcp_list, "mcp test": run_mcp_test,
     "pack": run_pack, "prompt": run_prompt, "trust": run_trust, "ci-repair": run_ci_repair,
     "engine status": run_engine_status, "engine bench": run_engine_bench, "login": run_login,
 }  # fmt: skip

@@ -68,7 +68,8 @@ class Git(Tool[GitParams]):
     def _run_sync(self, params: GitParams, ctx: ToolContext) -> ToolResult:
         import git
 
-        from kimi_cli.hostsafe.git.host import SafeGit, UnsafeRepository, open_repo
+        from kimi_cli.hostsafe.git.host import SafeGit
+        from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo
 
         if params.force:
             raise ToolError("refused: forced git operations can destroy work; do it without force")
@@ -131,7 +132,7 @@ class Git(Tool[GitParams]):
     def _commit(self, repo: Any, params: GitParams, ctx: ToolContext) -> str:
         if not params.message or not params.message.strip():
             raise ToolError("commit needs a non-empty `message`")
-        from kimi_cli.hostsafe.git.host import active_hooks, commit_hooks_dir
+        from kimi_cli.hostsafe.git.repo_guard import active_hooks, commit_hooks_dir
 
         hooks = active_hooks(ctx.workspace.root)
         if hooks and not self.identity.allow_hooks:
@@ -219,7 +220,7 @@ def _branch_name(repo: Any, name: str | None) -> str:
 
 def _planted_warning(root: Any) -> str:
     """Settings naming a program that appeared during the session: kimi ran none, a hand-run git would."""
-    from kimi_cli.hostsafe.git.host import planted_since_start
+    from kimi_cli.hostsafe.git.repo_guard import planted_since_start
 
     planted = planted_since_start(root)
     if not planted:

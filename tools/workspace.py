@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kimi_cli.kernel.contain import below, inside
 from kimi_cli.tools.base import ToolError
 
 
@@ -31,7 +32,7 @@ class Workspace:
             real = candidate.resolve()
         except (RuntimeError, OSError) as exc:  # symlink loops raise RuntimeError on 3.11
             raise ToolError(f"cannot resolve {path}: {exc}") from None
-        if real != self.root and not real.is_relative_to(self.root):
+        if not inside(real, self.root):
             why = "through a symlink that leads" if _has_symlink(candidate, self.root) else "which is"
             raise ToolError(
                 f"refused: {path} resolves to {real}, {why} outside the workspace {self.root}. "
@@ -42,7 +43,7 @@ class Workspace:
     def resolve_write(self, path: str) -> Path:
         """resolve() for a tool that writes or deletes: also refused when the path as given, or where its links
         lead, passes through a folder of kimi_cli.hostsafe.protected (.git, .kimi) at any depth, in any case."""
-        from kimi_cli.hostsafe.protected import below, protected_part, refusal
+        from kimi_cli.hostsafe.protected import protected_part, refusal
 
         real = self.resolve(path)
         given = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
@@ -53,15 +54,11 @@ class Workspace:
         return real
 
     def rel(self, path: Path) -> str:
-        """A resolved path as the workspace-relative string that safe_fs opens ("" for the root).
-        String slicing, not Path.relative_to: this runs on every file tool call."""
-        text, root = str(path), str(self.root)
-        if text == root:
-            return ""
-        prefix = root if root.endswith("/") else root + "/"
-        if not text.startswith(prefix):
-            raise ValueError(f"{text} is not inside {root}")
-        return text[len(prefix) :]
+        """A resolved path as the workspace-relative string that safe_fs opens ("" for the root)."""
+        rel = below(self.root, path)
+        if rel is None:
+            raise ValueError(f"{path} is not inside {self.root}")
+        return rel
 
     def refused(self, path: str, exc: OSError) -> ToolError:
         """The error for an open that safe_fs refused, or any other OSError, in words the model can act on."""
@@ -81,10 +78,8 @@ class Workspace:
         return ToolError(f"cannot access {path}: {exc.strerror or exc}")
 
     def relative(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.root)) or "."
-        except ValueError:
-            return str(path)
+        rel = below(self.root, path)
+        return str(path) if rel is None else rel or "."
 
 
 def _has_symlink(path: Path, root: Path) -> bool:

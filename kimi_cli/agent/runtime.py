@@ -107,7 +107,7 @@ class Runtime:
         from kimi_cli.util.malloc_tuning import keep_large_buffers
 
         keep_large_buffers()
-        from kimi_cli.hostsafe.git.host import remember_session_start
+        from kimi_cli.hostsafe.git.repo_guard import remember_session_start
 
         remember_session_start(workdir)  # the repository's links and hook files as the session finds them
         folder_trust = trust.resolve(workdir, grant=bool(flags.get("trust")), ask=ask_trust)
@@ -396,7 +396,7 @@ class Runtime:
         """What the user should hear on leaving: git settings naming a program that the repository gained
         during the session (a sandboxed `git init` + `git config core.fsmonitor ...`). kimi's own git never
         runs them; git run by hand in this folder would, and kimi put them within reach, so it says so."""
-        from kimi_cli.hostsafe.git.host import planted_since_start
+        from kimi_cli.hostsafe.git.repo_guard import planted_since_start
 
         try:
             planted = planted_since_start(self.workdir)

@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from kimi_cli.kernel.contain import below, inside
+
 MAX_CHARS = 40_000
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")  # a folder's instructions: the first it has
 MAX_DEPTH = 64  # folders looked at below the working directory, per path
@@ -23,7 +25,7 @@ NESTED_NOTE = (
 
 def repo_root(workdir: Path) -> Path:
     """The work tree's top folder, found without running git (kimi_cli.hostsafe.git.host)."""
-    from kimi_cli.hostsafe.git.host import UnsafeRepository, open_repo
+    from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo
 
     try:
         location = open_repo(workdir)
@@ -41,10 +43,11 @@ def read_instructions(anchor: Path, candidate: Path) -> str | None:
         real = candidate.resolve(strict=True)
     except (OSError, RuntimeError):
         return None
-    if not real.is_relative_to(anchor):
+    rel = below(anchor, real)
+    if rel is None:
         return None  # a link out of the workspace: never read
     try:
-        data = read_bytes(anchor, real.relative_to(anchor).as_posix(), MAX_CHARS * 4)
+        data = read_bytes(anchor, rel, MAX_CHARS * 4)
     except OSError:
         return None
     return data.decode("utf-8", errors="replace")
@@ -73,11 +76,10 @@ def load_agents_md(workdir: Path) -> str:
     for folder in folders:
         # The workspace's own files are the sandbox's to change: a link there is followed only while it stays
         # inside the workspace. Folders above it (up to the repository root) answer to the repository root.
-        found = folder_instructions(workdir if folder.is_relative_to(workdir) else root, folder)
+        found = folder_instructions(workdir if inside(folder, workdir) else root, folder)
         if found is not None:
             candidate, text = found
-            rel = candidate.relative_to(root) if candidate.is_relative_to(root) else candidate
-            parts.append(_element(rel, text))
+            parts.append(_element(below(root, candidate) or candidate, text))
     return "\n".join(parts)
 
 
@@ -107,10 +109,10 @@ class NestedInstructions:
         if not raw or "\x00" in raw:
             return []
         target = Path(os.path.normpath(self.workdir / raw))  # lexical: links are for read_instructions to judge
-        try:
-            parts = target.relative_to(self.workdir).parts
-        except ValueError:
+        rel = below(self.workdir, target)
+        if rel is None:
             return []
+        parts = Path(rel).parts
         try:
             is_dir = target.is_dir()
         except OSError:  # a name too long, say: the call itself will fail

@@ -129,10 +129,13 @@ class SessionContext:
     def _relative(self, path: str) -> str:
         candidate = Path(path)
         full = candidate if candidate.is_absolute() else self.root / candidate
+        from kimi_cli.kernel.contain import below
+
         try:
-            return str(full.resolve().relative_to(self.root.resolve()))
+            rel = below(self.root.resolve(), full.resolve())
         except (ValueError, OSError):
             return path
+        return path if rel is None else rel or "."
 
     def observe_usage(self, messages: list[Message], tools: list[dict[str, Any]], prompt_tokens: int) -> None:
         """Once per session: learn how the model's tokenizer compares with our o200k estimate."""

@@ -72,32 +72,23 @@ _lock = threading.Lock()
 
 
 def _make(workspace: Path, executable: str) -> ConfinedRunner | None:
-    from kimi_cli.kernel.restrict import enter_domain  # the one routine that enters a Landlock domain
-    from kimi_cli.sandbox.backends.landlock.rules import (
-        EXECUTE,
-        READ_DIR,
-        READ_FILE,
-        WRITE_FILE,
-        Grant,
-        LandlockPlan,
-        fs_rights_for_abi,
-    )
-    from kimi_cli.sandbox.backends.landlock.sys_names import LandlockUnavailable, create_ruleset, landlock_abi
+    from kimi_cli.kernel.restrict import Unavailable, create_ruleset, enter_domain, landlock_abi
+    from kimi_cli.kernel.rights import EXECUTE, READ_DIR, READ_FILE, WRITE_FILE, fs_rights_for_abi
 
     abi = landlock_abi()
     if abi < 1:
         return None
-    grants = [Grant(str(workspace), READ_FILE | READ_DIR), Grant(executable, READ_FILE | EXECUTE)]
+    grants = [(str(workspace), READ_FILE | READ_DIR), (executable, READ_FILE | EXECUTE)]
     for path in SYSTEM_READ:
         if os.path.islink(path) or not os.path.exists(path):
             continue
         if os.path.isdir(path):
-            grants.append(Grant(path, READ_FILE | READ_DIR | EXECUTE))
+            grants.append((path, READ_FILE | READ_DIR | EXECUTE))
         else:
-            grants.append(Grant(path, READ_FILE | (WRITE_FILE if path == "/dev/null" else 0)))
-    try:
-        fd = create_ruleset(LandlockPlan(fs_rights_for_abi(abi), 0, 0, tuple(grants)), abi)
-    except (LandlockUnavailable, OSError):
+            grants.append((path, READ_FILE | (WRITE_FILE if path == "/dev/null" else 0)))
+    try:  # enter_domain is the one routine that enters a Landlock domain
+        fd = create_ruleset(abi, fs_rights_for_abi(abi), 0, 0, grants)
+    except (Unavailable, OSError):
         return None
 
     def enter() -> None:  # on the worker thread only: no_new_privs and the domain are per thread

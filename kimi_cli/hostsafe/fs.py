@@ -426,5 +426,9 @@ def existing(root: str | os.PathLike[str], names: list[str], dirs: bool = True) 
 
 def relative_to_root(root: Path, path: Path) -> str:
     """`path` (already resolved, inside root) as the relative string the functions above take."""
-    rel = path.relative_to(root).as_posix()
-    return "" if rel == "." else rel
+    from kimi_cli.kernel.contain import below
+
+    rel = below(root, path)
+    if rel is None:
+        raise ValueError(f"{path} is not inside {root}")
+    return rel

@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kimi_cli.kernel.contain import inside_any
+
 _WRITABLE: set[str] = set()
 _lock = threading.Lock()
 
@@ -34,10 +36,6 @@ def sandbox_writable(*folders: Path | str) -> None:
             real = os.path.realpath(folder)
             if real != os.sep:  # `/` as a workspace would leave no PATH at all; nothing sane lives there
                 _WRITABLE.add(real)
-
-
-def _under(path: str, roots: Iterable[str]) -> bool:
-    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
 
 
 _MAX_LINKS = 40  # as the kernel's own limit on links followed in one lookup
@@ -90,7 +88,7 @@ def passes_writable(path: str, roots: Iterable[str]) -> bool:
     counts as writable: never a program kimi runs."""
     roots = tuple(roots)
     walk = walk_links(path)
-    return walk.loop or any(_under(step, roots) for step in walk.steps) or _under(walk.end, roots)
+    return walk.loop or any(inside_any(step, roots) for step in walk.steps) or inside_any(walk.end, roots)
 
 
 def _roots(exclude: Iterable[Path | str]) -> frozenset[str]:

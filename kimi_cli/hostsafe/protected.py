@@ -3,18 +3,17 @@ and ACP's editor writes.
 
 `.git/` holds config, hooks and attributes that git (the user's own, and kimi's Git tool) reads and may run
 programs from; `.kimi/` holds the project's settings, MCP servers and hooks. A write there by the model
-would decide what runs on the host. The sandbox keeps them read-only to commands (policy.py mounts them,
-git_guard.py restores them), and every tool that writes a file refuses a path through one of them, at any
-depth and in any letter case (a `.GIT` folder means `.git` to git on a case-insensitive filesystem, and to
-nothing good on this one). Reads stay allowed: the model may look at `.git/config`.
+would decide what runs on the host. The sandbox keeps them read-only to commands (sandbox/policy.py mounts
+them, sandbox/guard/restore.py puts them back), and every tool that writes a file refuses a path through one of
+them, at any depth and in any letter case (a `.GIT` folder means `.git` to git on a case-insensitive
+filesystem, and to nothing good on this one). Reads stay allowed: the model may look at `.git/config`.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-PROTECTED_NAMES: tuple[str, ...] = (".git", ".kimi")
+GIT_DIR, KIMI_DIR = PROTECTED_NAMES = (".git", ".kimi")
 _FOLDED = frozenset(name.casefold() for name in PROTECTED_NAMES)
 
 
@@ -24,15 +23,6 @@ def protected_part(rel: str | os.PathLike[str]) -> str | None:
         if part.casefold() in _FOLDED:
             return part
     return None
-
-
-def below(root: Path, path: Path) -> str | None:
-    """`path` relative to `root` as a string, lexically (no link followed); None when it is not below it."""
-    text, top = os.path.normpath(path), os.path.normpath(root)
-    if text == top:
-        return ""
-    prefix = top.rstrip("/") + "/"
-    return text[len(prefix) :] if text.startswith(prefix) else None
 
 
 def refusal(path: str, part: str) -> str:

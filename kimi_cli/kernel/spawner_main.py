@@ -2,8 +2,8 @@
 
 Run as `python -I -S spawner_main.py SOCK_FD RULESET_FD KIMI_PID` with a JSON config on stdin. Forking
 from this small process costs ~1 ms where forking kimi itself (~120 MB) costs ~8 ms. Each child runs
-setsid and then the one restriction routine (restrict.py, loaded by path: `-I` keeps this folder, and
-its select.py, off sys.path) between fork and exec. Requests come as JSON datagrams on a Unix seqpacket
+setsid and then the one restriction routine (restrict.py, loaded from this folder as a package of its own:
+`-I` keeps the folder itself off sys.path) between fork and exec. Requests come as JSON datagrams on a Unix seqpacket
 socket; each answer carries the command's pid and, as an SCM_RIGHTS fd, the read end of its output pipe;
 the exit status follows when it ends. The connect() supervisor (supervise.py) runs in the same loop.
 
@@ -15,25 +15,27 @@ Standard library only: it starts without site-packages.
 
 import contextlib
 import ctypes
-import importlib.util
+import importlib
 import json
 import os
 import select
 import signal
 import socket
 import sys
+import types
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+PACKAGE = "kimi_sandbox"  # this folder's modules, as the spawner imports them
 
 
 def load(name: str):  # type: ignore[no-untyped-def]
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"kimi_sandbox_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """A module of this folder, as a submodule of a package that holds only this folder: their imports of one
+    another (`from .contain import ...`) work here as they do as kimi_cli.kernel, and nothing else is found."""
+    if PACKAGE not in sys.modules:
+        package = types.ModuleType(PACKAGE)
+        package.__path__ = [os.path.dirname(os.path.abspath(__file__))]
+        sys.modules[PACKAGE] = package
+    return importlib.import_module(f"{PACKAGE}.{name}")
 
 
 class Spawner:

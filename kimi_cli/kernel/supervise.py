@@ -31,6 +31,8 @@ import stat
 import struct
 import time
 
+from .contain import inside_any  # relative: this folder is also loaded as a package of its own (spawner_main)
+
 TYPE_CHECKING = False  # typing itself costs the spawner's start a few ms
 if TYPE_CHECKING:
     from kimi_cli.kernel.supervise_meta import MetaCalls
@@ -272,9 +274,9 @@ class Supervisor:
         if not stat.S_ISSOCK(os.fstat(pending.target).st_mode):
             return errno.ECONNREFUSED
         real = os.readlink(f"/proc/self/fd/{pending.target}")
-        if not any(real == root or real.startswith(root + "/") for root in self.roots):
+        if not inside_any(real, self.roots):
             return errno.EACCES
-        if any(real == h or real.startswith(h + "/") for h in self.hidden):
+        if inside_any(real, self.hidden):
             return errno.EACCES  # ~/.ssh's ControlMaster sockets, ~/.gnupg's agent: hidden inside the workspace too
         # /proc/self/fd/N names this very inode: no rename or symlink swap can redirect the connect.
         pending.address = struct.pack("=H", AF_UNIX) + f"/proc/self/fd/{pending.target}".encode() + b"\0"

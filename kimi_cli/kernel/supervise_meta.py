@@ -27,6 +27,8 @@ import os
 import stat
 import struct
 
+from .contain import inside_any  # relative: this folder is also loaded as a package of its own (spawner_main)
+
 TYPE_CHECKING = False  # typing itself costs the spawner's start a few ms
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -196,9 +198,7 @@ class MetaCalls:
         real = os.readlink(f"/proc/self/fd/{target}")
         if real.endswith(" (deleted)"):
             real = real[: -len(" (deleted)")]
-        inside = any(real == root or real.startswith(root.rstrip("/") + "/") for root in self.roots)
-        hidden = any(real == h or real.startswith(h.rstrip("/") + "/") for h in self.hidden)
-        if not inside or hidden:
+        if not inside_any(real, self.roots) or inside_any(real, self.hidden):
             raise Refused(errno.EPERM)
 
     # -- the change, with the command's own rights --------------------------------------------------------

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
+from kimi_cli.kernel.contain import below
+
 TABLE = Path(__file__).with_name("hidden_paths.txt")
 MAGIC = "*?["
 # Never hidden through a variable, whatever it says: a folder this near the root holds the system itself.
@@ -92,8 +94,9 @@ def patterns(
             for each in all_homes:
                 add(str(each) + raw[1:])
             for default, name in XDG:
-                if raw.startswith(default + "/"):
-                    add(_absolute(environ.get(name) or "", raw[len(default) + 1 :]))
+                rel = below(default, raw)
+                if rel:
+                    add(_absolute(environ.get(name) or "", rel))
         elif raw.startswith("$"):
             name, _, rest = raw[1:].partition("/")
             for value in (environ.get(name) or "").split(os.pathsep):
@@ -127,8 +130,7 @@ def not_yet(found_patterns: list[str] | tuple[str, ...], roots: Path | Iterable[
     """Patterns under the home roots (`home_roots`) that nothing matches yet, and every such glob: Landlock
     splits the folders they would appear in (never granting them whole), so a ~/.config/gh made during the
     session is not readable."""
-    prefixes = tuple(str(r).rstrip("/") + "/" for r in ([roots] if isinstance(roots, Path) else roots))
-    if not prefixes:
-        return []
+    homes = [roots] if isinstance(roots, Path) else list(roots)
     magic = [p for p in found_patterns if any(c in p for c in MAGIC)]
-    return [p for p in found_patterns if p.startswith(prefixes) and (p in magic or not os.path.lexists(p))]
+    below_a_home = [p for p in found_patterns if any(below(home, p) for home in homes)]  # "" is the home itself
+    return [p for p in below_a_home if p in magic or not os.path.lexists(p)]

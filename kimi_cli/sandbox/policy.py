@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kimi_cli.hostsafe.protected import PROTECTED_NAMES
-from kimi_cli.sandbox.env import SANE_PATH, EnvNotice, sandbox_env
+from kimi_cli.kernel import contain
+from kimi_cli.sandbox.env import EnvNotice, sandbox_env
 from kimi_cli.sandbox.hidden import default_entries, existing, home_roots, homes, patterns
 
-__all__ = ["PROC_READ_ONLY", "SANE_PATH", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
+__all__ = ["PROC_READ_ONLY", "HiddenPath", "SandboxPolicy", "build_policy", "host_sockets", "scrub_env"]
 
-PROTECTED = PROTECTED_NAMES  # read-only to commands inside the writable workspace (the file tools' table too)
 # The host-wide corners of /proc that a command must never write, on every backend: sysctls (a root command
 # that writes kernel.core_pattern makes the host kernel run a program as real root), sysrq, interrupt and
 # bus settings, file-system tunables. bwrap binds them read-only itself; Docker's are checked at start;
@@ -73,8 +73,9 @@ def build_policy(
     from kimi_cli.hostsafe.programs import sandbox_writable  # kimi's host programs never come from these
 
     sandbox_writable(ws, private_tmp)
-    # Never a link: mounting `.kimi -> ~/.ssh` read-only would mount the secret itself (bind sources resolve).
-    read_only = tuple(ws / name for name in PROTECTED if (ws / name).exists() and not (ws / name).is_symlink())
+    # Read-only to commands inside the writable workspace: the protected folders, the file tools' table too. Never
+    # a link: mounting `.kimi -> ~/.ssh` read-only would mount the secret itself (bind sources resolve).
+    read_only = tuple(ws / name for name in PROTECTED_NAMES if (ws / name).exists() and not (ws / name).is_symlink())
     return SandboxPolicy(
         workspace=ws,
         private_tmp=private_tmp,
@@ -102,14 +103,13 @@ def host_sockets(inside: list[Path], table: str = "/proc/net/unix") -> list[Path
             lines = fh.read().splitlines()[1:]
     except OSError:
         return []
-    roots = tuple(str(root).rstrip("/") + "/" for root in inside)
     found: dict[str, Path] = {}
     for line in lines:
         parts = line.split(None, 7)
         if len(parts) < 8 or not parts[7].startswith("/"):
             continue  # unnamed or abstract (bwrap's network namespace covers abstract names)
         path = parts[7]
-        if path in found or not int(parts[3], 16) & ACCEPTING or (path + "/").startswith(roots):
+        if path in found or not int(parts[3], 16) & ACCEPTING or contain.inside_any(path, inside):
             continue  # a connection, or a socket that is not listening: nothing to connect to
         try:
             if not stat.S_ISSOCK(os.stat(path).st_mode):
@@ -122,4 +122,4 @@ def host_sockets(inside: list[Path], table: str = "/proc/net/unix") -> list[Path
 
 def _covers(path: Path, workspace: Path) -> bool:
     """Hiding a folder that contains the workspace would hide the workspace too."""
-    return workspace.resolve().is_relative_to(path.resolve())
+    return contain.inside(workspace.resolve(), path.resolve())

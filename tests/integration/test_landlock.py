@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 from kimi_cli.kernel.restrict import seccomp_program
-from kimi_cli.sandbox.backends.landlock.rules import (
+from kimi_cli.kernel.rights import (
     EXECUTE,
     IOCTL_DEV,
     NET_BIND_TCP,
@@ -18,11 +18,9 @@ from kimi_cli.sandbox.backends.landlock.rules import (
     SCOPE_ABSTRACT_UNIX_SOCKET,
     SCOPE_SIGNAL,
     WRITE_FILE,
-    Grant,
     fs_rights_for_abi,
-    landlock_plan,
-    split_around,
 )
+from kimi_cli.sandbox.backends.landlock.rules import Grant, landlock_plan, split_around
 from kimi_cli.sandbox.policy import HiddenPath, SandboxPolicy
 
 from scripted_server import ScriptedModelServer

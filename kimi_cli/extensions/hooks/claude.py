@@ -115,9 +115,9 @@ def _abs(workdir: Path, path: object) -> object:
 
 def _rel(workdir: Path, path: object) -> object:
     if isinstance(path, str) and os.path.isabs(path):
-        root = str(workdir)
-        if path.startswith(root.rstrip(os.sep) + os.sep):
-            return path[len(root.rstrip(os.sep)) + 1 :]
+        from kimi_cli.kernel.contain import below
+
+        return below(workdir, path) or path  # the workspace itself, or outside it: as it is
     return path
 
 

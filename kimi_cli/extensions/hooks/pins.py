@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kimi_cli.kernel.contain import below
+
 if TYPE_CHECKING:
     from kimi_cli.hostsafe.project_settings import ProjectSettings
 
@@ -43,9 +45,9 @@ def named_files(command: str, workdir: Path) -> list[str]:
         if not word or word.startswith("-"):
             continue
         path = Path(os.path.normpath(word if os.path.isabs(word) else root / word))
-        if path == root or not path.is_relative_to(root):
+        rel = below(root, path)
+        if not rel:  # the workspace itself, or outside it
             continue
-        rel = str(path.relative_to(root))
         if rel not in found and os.path.lexists(path) and not os.path.isdir(path):
             found.append(rel)
     return found

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kimi_cli.hostsafe.protected import protected_part, refusal
+from kimi_cli.kernel.contain import below
 from kimi_cli.tools.base import ToolError
 
 
@@ -17,10 +18,9 @@ def check_editor_write(root: Path, path: Path) -> None:
     """Raise ToolError for a path outside `root` or inside a protected folder (any case, any depth)."""
     root = root.resolve()
     target = path if path.is_absolute() else root / path
-    try:
-        parts = target.resolve().relative_to(root).parts
-    except ValueError:
-        raise ToolError(f"refused: {path} is outside the workspace {root}") from None
-    part = protected_part("/".join(parts))  # the table the file tools and the sandbox share
+    rel = below(root, target.resolve())
+    if rel is None:
+        raise ToolError(f"refused: {path} is outside the workspace {root}")
+    part = protected_part(rel)  # the table the file tools and the sandbox share
     if part is not None:
         raise ToolError(refusal(str(path), part))

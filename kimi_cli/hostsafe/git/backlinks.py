@@ -20,14 +20,12 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kimi_cli.kernel.contain import inside
+
 if TYPE_CHECKING:
     from kimi_cli.hostsafe.git.repo_guard import RepoLocation
 
 WHY = "a cloned or downloaded folder can aim kimi's git at another of your repositories this way"
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
 
 
 def _link_file(path: Path) -> Path | None:
@@ -64,13 +62,13 @@ def foreign_link(location: RepoLocation) -> str | None:
     workspace = location.workspace or location.work_tree
     git_dir, common, work_tree = location.git_dir, location.common_dir, location.work_tree
     linked = common != git_dir
-    if linked and not _inside(common, workspace) and git_dir.parent != common / "worktrees":
+    if linked and not inside(common, workspace) and git_dir.parent != common / "worktrees":
         return (
             f"refused to run git: {git_dir}/commondir points at {common}, a repository outside the workspace: git "
             f"would use its branches, objects and config. Only a linked worktree's folder (<repository>/.git/"
             f"worktrees/<name>) has a commondir; {WHY}."
         )
-    if not location.via or _inside(git_dir, workspace):
+    if not location.via or inside(git_dir, workspace):
         return None
     how = f"the .git {'file' if location.via == 'gitfile' else location.via} of {work_tree}"
     if linked:

@@ -126,15 +126,7 @@ def _confined(call: Callable[[], T], writable: Iterable[Path | str]) -> T:
     programs = _git_programs()
     from kimi_cli.hostsafe.git.pin import is_pinned
     from kimi_cli.kernel.restrict import create_ruleset, enter_domain
-    from kimi_cli.sandbox.backends.landlock.rules import (
-        EXECUTE,
-        IOCTL_DEV,
-        READ_DIR,
-        READ_FILE,
-        TRUNCATE,
-        WRITE_FILE,
-        fs_rights_for_abi,
-    )
+    from kimi_cli.kernel.rights import EXECUTE, IOCTL_DEV, READ_DIR, READ_FILE, TRUNCATE, WRITE_FILE, fs_rights_for_abi
 
     handled = fs_rights_for_abi(abi) & ~(READ_FILE | READ_DIR)  # reads stay free: git reads what it likes
     write = handled & ~EXECUTE

@@ -16,7 +16,7 @@ programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.
   descriptors of the folders open_repo checked (kimi_cli.hostsafe.git.pin), so that a `.git` swapped for a link
   meanwhile cannot send git, or git_confine's write grant, into another repository;
 - refuses a repository whose links changed since the session started, or that belongs to another user
-  (kimi_cli.hostsafe.git.repo_guard, whose names this module re-exports).
+  (kimi_cli.hostsafe.git.repo_guard: open_repo finds the repository, this module runs git in it).
 
 With `[git] allow_hooks = true`, commit hooks run, but only the hook files seen when the session started:
 their content is kept then and written into a private folder for each commit (see `commit_hooks_dir`).
@@ -30,29 +30,17 @@ import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kimi_cli.hostsafe.git import pin as git_pin
+from kimi_cli.hostsafe.git import repo_guard
 from kimi_cli.hostsafe.git.pin import Pinned, is_pinned
-from kimi_cli.hostsafe.git.repo_guard import (
-    RepoLocation,
-    SessionBaseline,
-    UnsafeRepository,
-    active_hooks,
-    baseline,
-    commit_hooks_dir,
-    find_repo,
-    open_repo,
-    planted_since_start,
-    remember_session_start,
-)
 from kimi_cli.hostsafe.secrets import ALL_KEY_VARIABLES, without_keys
 
-__all__ = [
-    "HARDENING", "RepoLocation", "SafeGit", "SessionBaseline", "UnsafeRepository", "active_hooks", "baseline",
-    "commit_hooks_dir", "find_repo", "open_repo", "planted_since_start", "remember_session_start", "repo_env",
-    "run_git", "spawn", "workspace_git",
-]  # fmt: skip
+if TYPE_CHECKING:
+    from kimi_cli.hostsafe.git.repo_guard import RepoLocation
+
+__all__ = ["HARDENING", "SafeGit", "base_env", "repo_env", "run_git", "spawn", "workspace_git"]
 
 # Command-scope config for every host git call. /dev/null as the hooks folder: nobody can create a file
 # inside it, so no hook is ever found there (a directory could be written to, by someone, some day).
@@ -310,14 +298,14 @@ def workspace_git(
 ) -> subprocess.CompletedProcess[bytes] | None:
     """`git ARGS` in the workspace's repository; None outside git or when the repository is refused."""
     try:
-        location = open_repo(workspace)
-    except (UnsafeRepository, OSError):
+        location = repo_guard.open_repo(workspace)
+    except (repo_guard.UnsafeRepository, OSError):
         return None
     if location is None:
         return None
     try:
         return run_git(args, workspace, location, timeout=timeout, input=input)
-    except (UnsafeRepository, OSError, subprocess.TimeoutExpired):
+    except (repo_guard.UnsafeRepository, OSError, subprocess.TimeoutExpired):
         return None
 
 

@@ -55,11 +55,13 @@ def open_dir(path: Path, workspace: Path | None) -> int:
     """An O_PATH descriptor of a git folder: beneath the workspace without following any link (a command may
     have made one), elsewhere as named (outside the workspace nothing a command writes is on the way)."""
     from kimi_cli.hostsafe import fs as safe_fs
+    from kimi_cli.kernel.contain import below
 
     try:
-        if workspace is not None and (path == workspace or path.is_relative_to(workspace)):
+        rel = below(workspace, path) if workspace is not None else None
+        if workspace is not None and rel is not None:
             with safe_fs.rooted(workspace) as root_fd:
-                return safe_fs.open_at(root_fd, str(path.relative_to(workspace)), O_PATH | os.O_DIRECTORY)
+                return safe_fs.open_at(root_fd, rel, O_PATH | os.O_DIRECTORY)
         return os.open(path, O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except safe_fs.UnsafePath:
         raise _refused(path, "is now reached through a symlink") from None

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from kimi_cli.hostsafe.git import pin as git_pin
 from kimi_cli.hostsafe.git.backlinks import foreign_link
+from kimi_cli.kernel.contain import inside
 
 HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit",
               "post-rewrite", "reference-transaction", "post-index-change")  # fmt: skip
@@ -76,10 +77,6 @@ class RepoLocation:
     workspace: Path | None = None
     git_dir_id: tuple[int, int] | None = None
     common_dir_id: tuple[int, int] | None = None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
 
 
 def _head(path: Path, limit: int = MAX_LINK_BYTES, follow: bool = True) -> str:
@@ -145,12 +142,12 @@ def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> Repo
     links: set[str] = set()
 
     def note(name: str, target: Path) -> None:
-        if not _inside(target, own):  # outside the workspace's .git: outside the workspace, or in its tree
+        if not inside(target, own):  # outside the workspace's .git: outside the workspace, or in its tree
             links.add(f"{name} -> {target}")
 
     if kind:
         note(f".git {kind}", git_dir)
-    elif not _inside(work_tree, workspace):
+    elif not inside(work_tree, workspace):
         note("repository above the workspace", git_dir)
     common = git_dir
     commondir = git_dir / "commondir"

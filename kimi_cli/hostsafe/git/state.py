@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.errors import ConfigError, KimiError
-from kimi_cli.hostsafe.git.host import RepoLocation, UnsafeRepository, open_repo, run_git
+from kimi_cli.hostsafe.git.host import run_git
+from kimi_cli.hostsafe.git.repo_guard import RepoLocation, UnsafeRepository, open_repo
 
 
 def _git(root: Path, location: RepoLocation, *args: str) -> tuple[int, str, str]:

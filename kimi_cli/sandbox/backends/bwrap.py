@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kimi_cli.hostsafe.programs import host_which
+from kimi_cli.kernel.contain import inside, inside_any
 from kimi_cli.kernel.restrict import Unavailable, machine, seccomp_program
 from kimi_cli.sandbox.base import ExecResult, GuardedSandbox, Started, run_process_group
 from kimi_cli.sandbox.policy import PROC_READ_ONLY, HiddenPath, SandboxPolicy, current_hidden, host_sockets
@@ -37,13 +38,13 @@ def host_masks() -> tuple[list[str], list[str]]:
     and systemd-resolved's resolv.conf when /etc/resolv.conf links into /run (DNS with the network on)."""
     folders = [d for d in MASKED_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     resolv = os.path.realpath("/etc/resolv.conf")
-    keep = [resolv] if any(resolv.startswith(d + "/") for d in MASKED_DIRS) and os.path.isfile(resolv) else []
+    keep = [resolv] if inside_any(resolv, MASKED_DIRS) and os.path.isfile(resolv) else []
     return folders, keep
 
 
 def _covered(path: Path, policy: SandboxPolicy, folders: list[str]) -> bool:
     covered = [Path(d) for d in (*MASKED_DIRS, *folders, "/tmp", "/dev")] + [h.path for h in policy.hidden]
-    return any(path.is_relative_to(c) for c in covered)
+    return inside_any(path, covered)
 
 
 def bwrap_argv(
@@ -72,7 +73,7 @@ def bwrap_argv(
     for path in policy.read_only:
         argv += ["--ro-bind", str(path), str(path)]
     for hidden in policy.hidden:
-        if not hidden.path.is_relative_to(ws) and any(hidden.path.is_relative_to(d) for d in (*folders, "/tmp")):
+        if not inside(hidden.path, ws) and inside_any(hidden.path, (*folders, "/tmp")):
             continue  # already covered by an empty tmpfs or the private /tmp
         if hidden.is_dir:
             argv += ["--tmpfs", str(hidden.path), "--remount-ro", str(hidden.path)]
@@ -109,7 +110,7 @@ def _scope_preexec(policy: SandboxPolicy, exe: str) -> Callable[[], None] | None
     if not policy.network or os.stat(exe).st_mode & 0o4000:  # a setuid bwrap would refuse no_new_privs
         return None
     from kimi_cli.kernel.restrict import create_ruleset, enter_domain, landlock_abi
-    from kimi_cli.sandbox.backends.landlock.rules import SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL
+    from kimi_cli.kernel.rights import SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL
 
     abi = landlock_abi()
     if abi < 6:

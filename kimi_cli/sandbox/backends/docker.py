@@ -19,9 +19,11 @@ import threading
 import time
 from typing import Any
 
+from kimi_cli.kernel.contain import inside
 from kimi_cli.kernel.restrict import Unavailable, docker_seccomp_profile, machine
 from kimi_cli.sandbox.base import ExecResult, GuardedSandbox, OutputCollector
-from kimi_cli.sandbox.policy import PROC_READ_ONLY, SANE_PATH, SandboxPolicy
+from kimi_cli.sandbox.env import SANE_PATH
+from kimi_cli.sandbox.policy import PROC_READ_ONLY, SandboxPolicy
 
 # Runs the command, then kills whatever it left behind (kill -1 spares the caller and pid 1, the keeper).
 WRAPPER = '"$0" -c "$1"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
@@ -61,7 +63,7 @@ def container_options(policy: SandboxPolicy, image: str, memory: str, pids_limit
     tmpfs = {"/tmp": "rw,exec,nosuid,size=1g"}
     masks: list[str] = []
     for hidden in policy.hidden:  # only those inside the workspace: nothing else is mounted
-        if hidden.path.is_relative_to(policy.workspace):
+        if inside(hidden.path, policy.workspace):
             if hidden.is_dir:
                 tmpfs[str(hidden.path)] = "ro,size=4k"
             else:
@@ -222,12 +224,10 @@ def proc_left_writable(probe_output: str) -> list[str]:
             read_only[fields[4]] = "ro" in fields[5].split(",")  # a later line is mounted over an earlier one
 
     def covering(path: str) -> bool:  # the innermost mount that holds the path
-        holders = [at for at in read_only if path == at or path.startswith(at + "/")]
+        holders = [at for at in read_only if inside(path, at)]
         return bool(holders) and read_only[max(holders, key=len)]
 
-    return [
-        p for p in existing if not covering(p) or not all(ro for at, ro in read_only.items() if at.startswith(p + "/"))
-    ]
+    return [p for p in existing if not covering(p) or not all(ro for at, ro in read_only.items() if inside(at, p))]
 
 
 def create_container(client: Any, options: dict[str, Any]) -> Any:

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kimi_cli.kernel.contain import inside_any
 from kimi_cli.sandbox.guard.repo_scrub import Removed
 from kimi_cli.sandbox.guard.restore import GitGuard, guarded_paths, repair_note
 
@@ -52,7 +53,7 @@ class CommandGuard:
 
         self.workspace = workspace
         strict, loose = guarded_paths(workspace)
-        loose = [p for p in loose if not any(p.is_relative_to(m) for m in mounted)]
+        loose = [p for p in loose if not inside_any(p, mounted)]
         self.git = GitGuard(workspace, strict, loose)
         skip: set[str] = set()  # what GitGuard restores whole is not scrubbed as well
         for path in strict:

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from kimi_cli.hostsafe import fs as safe_fs
+from kimi_cli.hostsafe.protected import GIT_DIR, KIMI_DIR
+from kimi_cli.kernel.contain import inside_any
 
 MAX_MODULE_DIRS = 10_000  # folders under .git/modules looked at for submodule work trees
 
@@ -56,7 +58,7 @@ def guarded_paths(workspace: Path, git: bool = True, kimi: bool = True) -> tuple
     """
     strict: list[Path] = []
     loose: list[Path] = []
-    dot_git = workspace / ".git"
+    dot_git = workspace / GIT_DIR
     if git and (dot_git.is_symlink() or dot_git.is_file()):
         strict.append(dot_git)
     elif git and dot_git.is_dir():
@@ -75,7 +77,7 @@ def guarded_paths(workspace: Path, git: bool = True, kimi: bool = True) -> tuple
     if git:
         strict += submodule_pointers(workspace)
     if kimi:
-        strict.append(workspace / ".kimi")
+        strict.append(workspace / KIMI_DIR)
     return strict, loose
 
 
@@ -218,14 +220,14 @@ class _Snapshot:
                     repaired.append(rel)
         removed: list[str] = []
         for rel in sorted(set(dirs) - set(self.dirs), key=lambda r: r.count("/")):
-            if any(rel.startswith(top + "/") for top in removed):
+            if inside_any(rel, removed):
                 continue  # went with the folder above it
             with contextlib.suppress(OSError):
                 _remove_tree(root_fd, rel)
                 removed.append(rel)
                 repaired.append(rel)
         for rel in sorted(set(current) - set(self.files)):
-            if any(rel.startswith(top + "/") for top in removed):
+            if inside_any(rel, removed):
                 continue
             with contextlib.suppress(OSError):
                 safe_fs.remove_at(root_fd, rel, prune=False)
@@ -267,7 +269,7 @@ class _Snapshot:
     def accept(self, root_fd: int, rel: str, data: bytes) -> bool:
         """kimi itself wrote `data` to `rel` (a saved rule): it joins the baseline with the folders above it,
         but only if the file holds exactly that now (a writer racing kimi is not adopted)."""
-        if not any(rel == root or rel.startswith(root + "/") for root in self.roots):
+        if not inside_any(rel, self.roots):
             return False
         parts = rel.split("/")
         for depth in range(1, len(parts)):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kimi_cli.hostsafe import fs as safe_fs
-from kimi_cli.hostsafe.protected import below
+from kimi_cli.kernel.contain import below, inside_any
 from kimi_cli.sandbox.guard.repo_scrub import MAX_LINK_BYTES, GitDirState, Removed, Stamp, _lstat, _stamp
 from kimi_cli.sandbox.guard.repo_watch import TreeWatch
 
@@ -76,7 +76,7 @@ class WorkspaceRepos:
                 gone, common = state.check(root_fd)
                 removed += gone
                 if common is not None:
-                    target = self._inside(state.rel, common)
+                    target = self._git_dir_named(state.rel, common)
                     if target is None:
                         removed += self._remove(root_fd, f"{state.rel}/commondir", state.rel, "commondir", common)
                     else:
@@ -86,7 +86,7 @@ class WorkspaceRepos:
         return removed
 
     def _add_dir(self, root_fd: int, rel: str, start: bool, referrer: str | None = None) -> list[GitDirState]:
-        if rel in self.skip or any(rel.startswith(s + "/") for s in self.skip):
+        if inside_any(rel, self.skip):
             return []
         state = self.dirs.get(rel)
         if state is None:
@@ -116,7 +116,7 @@ class WorkspaceRepos:
         st = _lstat(root_fd, pointer.rel)
         text = _pointer_text(root_fd, pointer.rel, st) if st is not None else None
         where = _gitdir(text)
-        pointer.target = None if where is None else self._inside(os.path.dirname(pointer.rel), where)
+        pointer.target = None if where is None else self._git_dir_named(os.path.dirname(pointer.rel), where)
         if pointer.target is not None:
             self._add_dir(root_fd, pointer.target, start, referrer=pointer.rel)
 
@@ -132,7 +132,7 @@ class WorkspaceRepos:
         where = _gitdir(text)
         if text == pointer.start or where is None:  # as at the start, or not a pointer git would follow
             return []
-        target = self._inside(os.path.dirname(pointer.rel), where)
+        target = self._git_dir_named(os.path.dirname(pointer.rel), where)
         if target is None:
             pointer.stamp = None
             return self._remove(root_fd, pointer.rel, pointer.rel, ".git", where)
@@ -163,7 +163,7 @@ class WorkspaceRepos:
             return [Removed(repository, setting, f"{value[:160]} (could NOT be removed)")]
         return [Removed(repository, setting, value[:200])]
 
-    def _inside(self, base: str, text: str) -> str | None:
+    def _git_dir_named(self, base: str, text: str) -> str | None:
         """The workspace-relative git dir a pointer's text names, or None: outside, or through a link."""
         if not text or "\0" in text:
             return None

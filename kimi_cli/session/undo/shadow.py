@@ -19,7 +19,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from kimi_cli.hostsafe.git.host import NO_CONVERSION_ATTRIBUTES, UnsafeRepository, open_repo, run_git
+from kimi_cli.hostsafe.git.host import NO_CONVERSION_ATTRIBUTES, run_git
+from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo
 from kimi_cli.session.undo.files import (
     GITLINK,
     TreeEntry,

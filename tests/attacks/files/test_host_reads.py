@@ -107,7 +107,7 @@ def test_rg_under_the_read_confinement_cannot_read_outside(tmp_path: Path, elsew
     from functools import partial
 
     from kimi_cli.hostsafe.confined_reader import confined_runner
-    from kimi_cli.sandbox.backends.landlock.sys_names import landlock_abi
+    from kimi_cli.kernel.restrict import landlock_abi
     from kimi_cli.tools.ripgrep import find_rg
 
     if landlock_abi() < 1:

@@ -57,7 +57,8 @@ def test_bwrap_binds_the_host_wide_corners_of_proc_read_only_right_after_proc() 
 def test_landlock_grants_no_write_anywhere_under_proc(tmp_path: Path) -> None:
     """Landlock's half: /proc is only ever granted read rights, so a sysctl's open for writing is refused
     whatever uid the command has (the rig test below proves it on the real kernel)."""
-    from kimi_cli.sandbox.backends.landlock.rules import WRITE_FILE, landlock_plan
+    from kimi_cli.kernel.rights import WRITE_FILE
+    from kimi_cli.sandbox.backends.landlock.rules import landlock_plan
 
     (tmp_path / "ws").mkdir()
     policy = build_policy(tmp_path / "ws", tmp_path / "t", environ={"HOME": str(tmp_path)})

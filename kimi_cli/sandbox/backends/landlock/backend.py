@@ -21,7 +21,8 @@ import subprocess
 from collections.abc import Callable
 
 from kimi_cli.kernel.restrict import Restriction, Unavailable, create_ruleset, landlock_abi, machine, seccomp_program
-from kimi_cli.sandbox.backends.landlock.rules import SCOPE_SIGNAL, landlock_plan
+from kimi_cli.kernel.rights import SCOPE_SIGNAL
+from kimi_cli.sandbox.backends.landlock.rules import landlock_plan
 from kimi_cli.sandbox.backends.landlock.spawner import Spawner, collect, started_from
 from kimi_cli.sandbox.base import ExecResult, GuardedSandbox, Started, run_process_group
 from kimi_cli.sandbox.policy import SandboxPolicy

@@ -11,32 +11,23 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kimi_cli.kernel.contain import inside
+from kimi_cli.kernel.rights import (
+    FILE_RIGHTS,
+    IOCTL_DEV,
+    NET_BIND_TCP,
+    NET_CONNECT_TCP,
+    READ,
+    READ_DIR,
+    READ_FILE,
+    SCOPE_ABSTRACT_UNIX_SOCKET,
+    SCOPE_SIGNAL,
+    WRITE_FILE,
+    fs_rights_for_abi,
+)
 from kimi_cli.sandbox.hidden import not_yet
 from kimi_cli.sandbox.policy import SandboxPolicy
 
-# Filesystem access rights (linux/landlock.h), and the ABI that introduced each.
-EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
-MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
-REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
-SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
-
-FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the rights a rule on a file may carry
-
-
-def fs_rights_for_abi(abi: int) -> int:
-    rights = (1 << 13) - 1  # ABI 1: EXECUTE .. MAKE_SYM
-    if abi >= 2:
-        rights |= REFER
-    if abi >= 3:
-        rights |= TRUNCATE
-    if abi >= 5:
-        rights |= IOCTL_DEV
-    return rights
-
-
-READ = EXECUTE | READ_FILE | READ_DIR
 # /dev is listed, never granted whole: its ttys (the user's keystrokes, escape sequences), /dev/shm and the
 # hardware stay out of reach. These devices are what builds open; a pty is not offered.
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
@@ -69,12 +60,12 @@ def split_around(root: str, hidden: Iterable[str], list_dir: Callable[[str], lis
     root = os.path.normpath(root)
     if any(h == root for h in hidden):
         return []
-    inside = [h for h in hidden if h.startswith(root.rstrip("/") + "/")]
-    if not inside:
+    below_root = [h for h in hidden if inside(h, root)]  # none equals it (returned above)
+    if not below_root:
         return [root]
     out: list[str] = []
     for child in list_dir(root):
-        out += split_around(child, inside, list_dir)
+        out += split_around(child, below_root, list_dir)
     return out
 
 

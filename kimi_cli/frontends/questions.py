@@ -149,25 +149,9 @@ def listing(lines: Iterable[str], *, limit: int = LIMIT, bullet: str = "• ") -
     return out
 
 
-# Trust asks, the most dangerous first: what runs programs on the host, then where your key and secrets go,
-# then what waves approvals through or opens the sandbox. Keys are Widening.key (kimi_cli.hostsafe.trust) or its prefix
-# before ":"; a key not listed (a setting added later) ranks with the endpoints, above the sandbox's paths.
-DANGER: dict[str, int] = {
-    "mcp": 0, "mcp_config": 0, "hooks": 0, "hooks.scripts": 0, "claude.hooks": 0, "git.allow_hooks": 0,
-    "sandbox.mode": 0,
-    "base_url": 1, "provider": 1, "api_key": 1, "providers": 1, "sandbox.env_allow": 1,
-    "web.allowed_private_hosts": 1,
-    "yolo": 2, "approval.allow": 2, "commands": 2, "sandbox.allow_network": 2, "web.allowed_hosts": 2,
-    "sandbox.writable_paths": 3, "sandbox.readable_paths": 3,
-}  # fmt: skip
-UNKNOWN_DANGER = 1
-
-
 def by_danger(asks: Sequence[Any]) -> list[Any]:
-    """Trust asks (kimi_cli.hostsafe.trust.Widening) ordered by DANGER, ties in their own order."""
+    """Trust asks (kimi_cli.hostsafe.trust.Widening) the most dangerous first, ties in their own order: the
+    ranking is data in the trust table (kimi_cli.hostsafe.trust_rules.DANGER)."""
+    from kimi_cli.hostsafe.trust_rules import danger
 
-    def rank(ask: Any) -> int:
-        key = str(getattr(ask, "key", ""))
-        return DANGER.get(key, DANGER.get(key.partition(":")[0], UNKNOWN_DANGER))
-
-    return sorted(asks, key=rank)
+    return sorted(asks, key=lambda ask: danger(str(getattr(ask, "key", ""))))

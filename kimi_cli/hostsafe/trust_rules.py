@@ -105,8 +105,46 @@ WHAT = {
     "telemetry.otlp_headers": "send telemetry with its own headers {value}",
     "telemetry.log_prompts": "put your prompts, answers and tool output in telemetry",
 }
+# Each ask's danger, for the questions that list them most dangerous first (kimi_cli.frontends.questions):
+# 0 runs programs on the host or turns the sandbox off; 1 sends your key or secrets elsewhere, or picks what
+# commands run in; 2 waves approvals through or opens the network; 3 a limit lifted or a switch turned back
+# on. Keys are the WIDENING names, and the kinds of what a folder's files ask for (trust.file_widenings: the
+# part of Widening.key before ":"). tests/attacks/trust/test_trust_table.py checks that every one is ranked.
+DANGER: dict[str, int] = {
+    # the folder's files
+    "mcp": 0, "hooks.scripts": 0, "claude.hooks": 0, "commands": 2,
+    # its settings
+    "mcp_config": 0, "hooks": 0, "git.allow_hooks": 0, "sandbox.mode": 0,
+    "base_url": 1, "provider": 1, "api_key": 1, "providers": 1, "sandbox.env_allow": 1,
+    "web.allowed_private_hosts": 1, "sandbox.docker_image": 1,
+    "telemetry.otlp_endpoint": 1, "telemetry.otlp_headers": 1, "telemetry.log_prompts": 1,
+    "yolo": 2, "approval.allow": 2, "approval.policy": 2, "sandbox.allow_network": 2, "web.allowed_hosts": 2,
+    "web.enabled": 2, "web.search": 2,
+    "subagents": 3, "sandbox.docker_memory": 3, "sandbox.docker_pids_limit": 3, "shell.output_cap": 3,
+    "shell.max_background_tasks": 3, "context.max_file_bytes": 3, "checkpoints.max_file_bytes": 3,
+    "images.long_edge": 3, "models.*.image_long_edge": 3, "models.*.max_request_bytes": 3,
+}  # fmt: skip
+UNRANKED = 1  # what nothing above names (the test says so): with the endpoints, never last
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)  # Docker's "512m", "4g"
 UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def ranked_as(key: str) -> str | None:
+    """The DANGER entry an ask's key (Widening.key) falls under: the setting's name (`*` matching any one
+    table key, dots in it included: `models.kimi-k3.1-pro.image_long_edge`), else its kind before ":"."""
+    if key in DANGER:
+        return key
+    for name in DANGER:
+        if "*" in name and re.fullmatch(r"\.".join(".+" if p == "*" else re.escape(p) for p in name.split(".")), key):
+            return name
+    kind = key.partition(":")[0]
+    return kind if kind in DANGER else None
+
+
+def danger(key: str) -> int:
+    """An ask's rank: 0 most dangerous (see DANGER)."""
+    entry = ranked_as(key)
+    return UNRANKED if entry is None else DANGER[entry]
 
 
 def found(data: dict[str, Any], pattern: str) -> list[tuple[list[str], Any]]:

@@ -65,6 +65,40 @@ def test_every_name_in_the_trust_table_is_a_setting() -> None:
     assert set(trust_rules.LIMIT_ORDER) <= {k for k, rule in trust_rules.WIDENING.items() if rule == "limit"}
 
 
+# What a folder's files (not its settings) ask for, by the kind before ":" in Widening.key.
+FILE_KINDS = {"mcp", "hooks.scripts", "claude.hooks", "commands"}
+
+
+def test_every_widening_setting_has_a_danger_and_the_ranking_names_nothing_else() -> None:
+    """The questions list asks most dangerous first from this ranking; it named two settings that do not exist
+    (sandbox.writable_paths, readable_paths) and ranked thirteen real ones as unknown."""
+    assert set(trust_rules.WIDENING) - set(trust_rules.DANGER) == set()
+    assert set(trust_rules.DANGER) - set(trust_rules.WIDENING) == FILE_KINDS
+
+
+def test_every_ask_a_folder_can_make_is_ranked(tmp_path: Path, kimi_home: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "guard.sh").write_text("#!/bin/sh\n")
+    (tmp_path / "tools" / "server.py").write_text("print()\n")
+    (tmp_path / "tools" / "mcp.json").write_text('{"mcpServers": {"more": {"command": "true"}}}')
+    folder_config(
+        tmp_path,
+        'mcp_config = ["tools/mcp.json"]\nyolo = true\n[models."kimi-k3.1-pro"]\nimage_long_edge = 16384\n'
+        '[[hooks.PreToolUse]]\ncommand = "sh tools/guard.sh"\n',
+    )
+    own = '{"mcpServers": {"own": {"command": "python3", "args": ["tools/server.py"]}}}'
+    (tmp_path / ".kimi" / "mcp.json").write_text(own)
+    (tmp_path / ".kimi" / "commands").mkdir()
+    (tmp_path / ".kimi" / "commands" / "check.md").write_text("Check: !`echo hi`\n")
+    (tmp_path / ".claude").mkdir()
+    claude = '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo stop"}]}]}}'
+    (tmp_path / ".claude" / "settings.json").write_text(claude)
+    keys = [ask.key for ask in trust.assess(tmp_path).asks]
+    kinds = {trust_rules.ranked_as(key) for key in keys}
+    assert None not in kinds, [key for key in keys if trust_rules.ranked_as(key) is None]
+    assert FILE_KINDS | {"mcp_config", "hooks", "yolo", "models.*.image_long_edge"} <= kinds, keys
+
+
 @pytest.fixture
 def kimi_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KIMI_HOME", str(home / ".kimi"))

@@ -355,11 +355,11 @@ def default_provider(base_url: str | None) -> ProviderKind:
 
 
 def _served_engine() -> dict[str, Any]:
-    import json
+    from kimi_cli.util import jsonsafe
 
     path = kimi_home() / "engine" / "served.json"
     try:
-        data = json.loads(path.read_text())
+        data = jsonsafe.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -20,6 +20,7 @@ from typing import Any
 
 from kimi_cli.config import DEFAULT_MODEL, PROVIDER_DEFAULTS
 from kimi_cli.hostsafe.fs import write_private
+from kimi_cli.util import jsonsafe
 from kimi_cli.util.paths import kimi_home
 from kimi_cli.util.sanitize import visible
 
@@ -47,7 +48,7 @@ def check_endpoint(base_url: str, key: str, timeout: float = CHECK_TIMEOUT) -> C
         request.add_header("authorization", f"Bearer {key}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            data: Any = json.loads(response.read(4_000_000))
+            data: Any = jsonsafe.loads(response.read(4_000_000))  # the server's answer: bounded
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             return Check(False, problem=f"the server refused the key (HTTP {exc.code})", auth=True)

@@ -26,10 +26,9 @@ from typing import Any
 from kimi_cli.hostsafe import trust_rules
 from kimi_cli.hostsafe.fs import write_private
 from kimi_cli.hostsafe.project_settings import ProjectSettings, read_project
+from kimi_cli.util import jsonsafe
 from kimi_cli.util.paths import kimi_home
 
-# Every setting of the config model, classified (kimi_cli.hostsafe.trust_rules: WIDENING, NARROWING, limits).
-WIDENING, WHAT = trust_rules.WIDENING, trust_rules.WHAT
 # Files of the folder, not settings, that widen what kimi does: the scripts its hooks run, its custom commands
 # that run `!cmd` or pre-approve tools, its MCP servers' scripts and config files. "module:function" taking the
 # folder's snapshot (kimi_cli.hostsafe.project_settings) -> [(key, value, description)]; the values go into the digest,
@@ -91,13 +90,6 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def is_users_own(folder: Path) -> bool:
-    """The folder's .kimi is the user's own kimi home, reached without a link (kimi_cli.util.paths)."""
-    from kimi_cli.util.paths import is_users_own as own
-
-    return own(folder)
-
-
 def hosts_in(value: Any) -> str:
     """The hosts the URLs in a setting lead to, named apart from the (possibly cut) URL text: a long
     `https://api.moonshot.ai----...@evil.example/` must not show only its harmless-looking start."""
@@ -132,7 +124,7 @@ def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Wid
     """What a project config (parsed TOML) and its MCP servers ask for that widens."""
     found = []
     for pattern, key, value in trust_rules.widening_settings(config):
-        words = WHAT.get(pattern, key).format(value=_short(value), host=hosts_in(value))
+        words = trust_rules.WHAT.get(pattern, key).format(value=_short(value), host=hosts_in(value))
         found.append(Widening(key, value, words))
     for name, server in sorted(mcp_servers.items()):
         what = server.get("command") or server.get("url") if isinstance(server, dict) else server
@@ -213,7 +205,7 @@ def store_path() -> Path:
 
 def _load() -> dict[str, Any]:
     try:
-        data = json.loads(store_path().read_text())
+        data = jsonsafe.loads(store_path().read_text())
     except (OSError, ValueError):
         return {}
     folders = data.get("folders") if isinstance(data, dict) else None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kimi_cli.config import Endpoint
+from kimi_cli.util import jsonsafe
 from kimi_cli.util.paths import kimi_home
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def _get_json(url: str, key: str, timeout: float) -> Any:
     if key and key != "EMPTY":
         request.add_header("authorization", f"Bearer {key}")
     with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read(2_000_000))
+        return jsonsafe.loads(response.read(2_000_000))  # the server's answer: bounded
 
 
 def context_from_models(data: Any, model: str, include_training: bool = True) -> int | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kimi_cli.hostsafe import trust, trust_rules
 from kimi_cli.hostsafe.project_settings import read_project
+from kimi_cli.util.paths import is_users_own
 
 HOOK = '[[hooks.PostToolUse]]\nmatcher = "WriteFile"\ncommand = "sh hooks/fmt.sh"\n'
 
@@ -196,12 +197,12 @@ def test_the_users_own_home_folder_is_no_project(tmp_path: Path) -> None:
     home = Path(os.environ["HOME"])
     (home / ".kimi").mkdir(parents=True, exist_ok=True)
     (home / ".kimi" / "config.toml").write_text("yolo = true\n")  # the user's own config: never asked about
-    assert trust.is_users_own(home) and read_project(home).users_own
+    assert is_users_own(home) and read_project(home).users_own
     assert trust.assess(home).asks == [] and trust.assess(home).applies
     linked = tmp_path / "repo"
     linked.mkdir()
     (linked / ".kimi").symlink_to(home / ".kimi")  # a repository's .kimi -> ~/.kimi is a project's
-    assert not trust.is_users_own(linked) and trust.assess(linked).asks
+    assert not is_users_own(linked) and trust.assess(linked).asks
 
 
 # --- the folder's files: hooks, commands, MCP files -------------------------------------------------------

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kimi_cli.errors import ConfigError
 from kimi_cli.hostsafe.settings_read import read_settings_text
+from kimi_cli.util import jsonsafe
 from kimi_cli.util.paths import kimi_home
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def config_paths(workspace: Path, extra: list[Path] | None = None, project: bool
 
 def read_file(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(read_settings_text(path))
+        data = jsonsafe.loads(read_settings_text(path))
     except OSError as exc:
         raise ConfigError(f"cannot read MCP configuration {path}: {exc.strerror}") from None
     except ValueError as exc:
@@ -159,13 +160,14 @@ def save_server(path: Path, name: str, server: dict[str, Any] | None) -> None:
     """Add, replace (server) or remove (None) one server in a config file, keeping the others. The user's own
     change to a folder's .kimi/mcp.json keeps a trusted folder trusted (kimi_cli.hostsafe.trust.note_own_change)."""
     from kimi_cli.hostsafe import trust
+    from kimi_cli.util.paths import is_users_own
 
     folder = path.parent.parent
-    own_project = path.name == "mcp.json" and path.parent.name == ".kimi" and not trust.is_users_own(folder)
+    own_project = path.name == "mcp.json" and path.parent.name == ".kimi" and not is_users_own(folder)
     before = trust.current(folder) if own_project else None
     data: dict[str, Any] = {"mcpServers": {}}
     if path.is_file():
-        data = json.loads(read_settings_text(path))
+        data = jsonsafe.loads(read_settings_text(path))
         data.setdefault("mcpServers", {})
     if server is None:
         data["mcpServers"].pop(name, None)

@@ -94,9 +94,12 @@ async def serve_early(flags: dict[str, Any]) -> int:
         first = b""
     fs = False
     pending = first  # handed to the SDK unless it was an initialize we answered
-    try:
-        message = json.loads(first) if first.strip() else None
-    except (ValueError, RecursionError):
+    from kimi_cli.frontends.acp.stdin_guard import PARSE_DEPTH, STREAM_LIMIT
+    from kimi_cli.util import jsonsafe
+
+    try:  # read as the stdin guard reads every later line
+        message = jsonsafe.loads(first, max_depth=PARSE_DEPTH, max_chars=STREAM_LIMIT) if first.strip() else None
+    except ValueError:
         message = None
     if isinstance(message, dict) and message.get("method") == "initialize" and "id" in message:
         given = message.get("params")

@@ -14,7 +14,10 @@ import asyncio
 import json
 from typing import Any
 
+from kimi_cli.util import jsonsafe
+
 MAX_DEPTH = 64  # ACP's messages nest a dozen levels; a hostile line nests thousands
+PARSE_DEPTH = 900  # decoded up to this deep to find a too-deep request's id (below the recursion limit)
 STREAM_LIMIT = 2**26
 
 
@@ -42,9 +45,9 @@ def check_line(line: bytes) -> bytes | None:
     """The error answer for a line the SDK must not see, or None for a line to pass on."""
     if not line.strip():
         return None
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError, MemoryError):  # RecursionError: thousands of nested brackets
+    try:  # the bounded reader: thousands of nested brackets are refused before anything is decoded
+        message = jsonsafe.loads(line, max_depth=PARSE_DEPTH, max_chars=STREAM_LIMIT)
+    except (ValueError, MemoryError):
         return _error(-32700, "Parse error: not JSON, or nested too deeply to read")
     if not depth_within(message, MAX_DEPTH):
         request_id = message.get("id") if isinstance(message, dict) else None

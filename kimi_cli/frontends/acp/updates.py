@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kimi_cli.agent.events import Event, ReasoningDelta, TextDelta, ToolCall, ToolOutput
+from kimi_cli.util import jsonsafe
 
 KINDS = {
     "ReadFile": "read", "ReadMediaFile": "read", "Glob": "search", "Grep": "search", "WriteFile": "edit",
@@ -18,13 +18,11 @@ MAX_DEPTH = 64  # tool arguments nested deeper are not shown (the SDK cannot ser
 
 
 def _args(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments)
-    except (ValueError, TypeError, RecursionError):  # a hostile model's 100,000 nested arrays
+    try:  # bounded before anything is decoded: a hostile model's 100,000 nested arrays
+        value = jsonsafe.loads(arguments, max_depth=MAX_DEPTH)
+    except (ValueError, TypeError):
         return {}
-    from kimi_cli.frontends.acp.stdin_guard import depth_within
-
-    return value if isinstance(value, dict) and depth_within(value, MAX_DEPTH) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def title_for(name: str, args: dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ UtilOpt = Annotated[float, typer.Option("--gpu-util", help="vLLM gpu_memory_util
 
 
 def _request(
-    config: Path | None,
+    spec: Any,
     gpu: str,
     hbm_gb: float | None,
     per_node: int,
@@ -45,14 +45,12 @@ def _request(
     util: float,
 ) -> Any:
     from kimi_cli.engine.plan import GPU_HBM_GB, KV_BYTES, PlanRequest
-    from kimi_cli.engine.spec import KIMI_K3_1_PRO, spec_from_config
 
     gpu = gpu.strip().lower()
     if hbm_gb is None and gpu not in GPU_HBM_GB:
         _fail(_unknown_gpu(gpu, list(GPU_HBM_GB)), 2)
     if kv not in KV_BYTES:
         _fail(f"--kv-dtype must be one of {', '.join(KV_BYTES)}", 2)
-    spec = spec_from_config(config) if config is not None else KIMI_K3_1_PRO
     return PlanRequest(
         spec,
         hbm_gb or GPU_HBM_GB[gpu],
@@ -64,6 +62,17 @@ def _request(
         util,
         gpu_name=gpu if hbm_gb is None else f"{hbm_gb:g} GB GPU",
     )
+
+
+def _model(target: str, config: Path | None = None) -> Any:
+    """The model `plan` and `serve` are about, read one way (kimi_cli.engine.model); exit 2 when unreadable."""
+    from kimi_cli.engine.model import resolve_model
+    from kimi_cli.errors import KimiError
+
+    try:
+        return resolve_model(target, config)
+    except KimiError as exc:
+        _fail(str(exc), int(exc.exit_code))
 
 
 def _unknown_gpu(gpu: str, known: list[str]) -> str:
@@ -92,23 +101,29 @@ def plan_command(
     kv_dtype: KvOpt = "bf16",
     gpu_util: UtilOpt = 0.92,
     config: Annotated[
-        Path | None, typer.Option("--config", help="Plan this config.json instead.", metavar="PATH")
+        Path | None,
+        typer.Option("--config", help="Plan this config.json (and the shards beside it, if any).", metavar="PATH"),
     ] = None,
     weights: Annotated[
         Path | None,
-        typer.Option("--weights", help="Plan the checkpoint in this folder (its config.json).", metavar="PATH"),
+        typer.Option(
+            "--weights", help="Plan the checkpoint in this folder (its config.json, its shards' size).", metavar="PATH"
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """Will it fit? Weights, KV cache and linear-attention state per GPU, and a verdict."""
-    if weights is not None:
-        config = weights / "config.json"
-        if not config.is_file():
-            _fail(f"{weights} has no config.json", 2)
+    from kimi_cli.engine.model import KIMI_K3_1_PRO
     from kimi_cli.engine.plan import make_plan
     from kimi_cli.engine.plan_view import plan_json, print_plan
 
-    plan = make_plan(_request(config, gpu, hbm_gb, gpus_per_node, nodes, context, concurrency, kv_dtype, gpu_util))
+    if weights is not None and not (weights / "config.json").is_file() and config is None:
+        _fail(f"{weights} has no config.json", 2)
+    # The same reading as serve's: the folder's shard files (or its index) when present, else the config.
+    model = _model(str(weights) if weights is not None else str(config or KIMI_K3_1_PRO.name),
+                   config if weights is not None else None)  # fmt: skip
+    req = _request(model.spec, gpu, hbm_gb, gpus_per_node, nodes, context, concurrency, kv_dtype, gpu_util)
+    plan = make_plan(req)
     if as_json:
         typer.echo(json.dumps(plan_json(plan), indent=1))
     else:
@@ -118,7 +133,17 @@ def plan_command(
 
 @engine_app.command("serve")
 def serve_command(
-    weights: Annotated[Path, typer.Argument(help="Folder with config.json, the tokenizer and the shards.")],
+    weights: Annotated[
+        str,
+        typer.Argument(
+            help="Folder with config.json, the tokenizer and the shards; with --dry-run also a config.json or a "
+            "model id (kimi-k3.1-pro, or any id with --config).",
+            metavar="WEIGHTS",
+        ),
+    ],
+    config: Annotated[
+        Path | None, typer.Option("--config", help="The model's config.json, if not in WEIGHTS.", metavar="PATH")
+    ] = None,
     name: Annotated[
         str | None, typer.Option("--name", help="Served model name (default: the model's).", metavar="NAME")
     ] = None,
@@ -152,21 +177,25 @@ def serve_command(
 ) -> None:
     """Validate the weights, plan, launch `vllm serve`, wait until it answers, and supervise it."""
     from kimi_cli.engine.plan import make_plan
-    from kimi_cli.engine.spec import KIMI_K3_1_PRO, spec_from_config
     from kimi_cli.engine.vllm_args import ServeOptions, ray_steps, vllm_argv
     from kimi_cli.engine.weights import validate_weights
     from kimi_cli.errors import KimiError
 
-    try:
-        shards = validate_weights(weights)
-    except KimiError as exc:
-        _fail(str(exc), int(exc.exit_code))
-    from kimi_cli.engine.family import read_family
-
-    family = read_family(weights)
-    spec = spec_from_config(weights / "config.json")
-    if family.name == "kimi_k3" and spec.layers == KIMI_K3_1_PRO.layers and not spec.linear_attention_layers:
-        spec = KIMI_K3_1_PRO  # a K3 config without the KDA layout: the seed's figures are the better guess
+    model = _model(weights, config)
+    spec, family = model.spec, model.family
+    if model.folder is None or not model.folder.is_dir():
+        if not dry_run:  # nothing is ever downloaded: vLLM would fetch the whole checkpoint itself
+            _fail(f"{weights} is not a weights folder: serve launches only weights on disk (download them to a "
+                  "folder first; --dry-run previews the command)", 2)  # fmt: skip
+        shards: list[str] = []
+    else:
+        try:
+            shards = validate_weights(model.folder)
+        except KimiError as exc:
+            if not dry_run:
+                _fail(str(exc), int(exc.exit_code))
+            typer.echo(f"dry run: {exc}", err=True)  # a preview before the download: the plan still holds
+            shards = []
     remote = trust_remote_code or family.needs_remote_code
     typer.echo(
         f"model family {family.name}: parsers {'/'.join(family.parsers) if family.parsers else 'none'}; "
@@ -175,18 +204,17 @@ def serve_command(
     if trust_remote_code and not family.needs_remote_code:
         typer.echo("warning: --trust-remote-code runs code from the weights folder, which vLLM does not need here",
                    err=True)  # fmt: skip
-    req = _request(None, gpu, hbm_gb, gpus_per_node, nodes, context, 1, kv_dtype, gpu_util)
-    from dataclasses import replace
-
-    plan = make_plan(replace(req, spec=spec, context=min(context, spec.max_context)))
+    plan = make_plan(_request(spec, gpu, hbm_gb, gpus_per_node, nodes, context, 1, kv_dtype, gpu_util))
+    found = f"{len(shards)} shards found; " if shards else ""
     typer.echo(
-        f"{len(shards)} shards found; plan: {plan.verdict} ({plan.sequences} sequence(s) of "
-        f"{plan.request.context:,} tokens)"
+        f"{found}weights {plan.weights_total / 1e9:,.1f} GB ({model.weights_how}); plan: {plan.verdict} "
+        f"({plan.sequences} sequence(s) of {plan.request.context:,} tokens)"
     )
     if plan.verdict == "weights-do-not-fit" and not force:
         _fail("the plan says the weights do not fit: " + "; ".join(plan.suggestions or ["see kimi engine plan"]), 2)
+    _warn_open_host(host, port)
     opts = ServeOptions(
-        weights=weights.resolve(),
+        weights=model.folder.resolve() if model.folder is not None and model.folder.is_dir() else model.target,
         served_name=name or spec.name,
         tensor_parallel=gpus_per_node,
         pipeline_parallel=nodes,
@@ -210,6 +238,23 @@ def serve_command(
     if dry_run:
         return
     raise typer.Exit(_supervise(argv, host, port, opts.served_name, timeout))
+
+
+def _warn_open_host(host: str, port: int) -> None:
+    """A server that listens beyond this machine without a key serves anyone who reaches the port."""
+    import os
+
+    from kimi_cli.engine.supervisor import is_loopback
+    from kimi_cli.hostsafe.secrets import named
+
+    if is_loopback(host) or os.environ.get("VLLM_API_KEY"):
+        return
+    typer.echo(
+        f"warning: --host {host} listens beyond this machine and no API key is set: anyone who reaches port "
+        f"{port} can use the model. Set VLLM_API_KEY before serving (vLLM then requires it on /v1; "
+        f"`kimi --provider local` sends {named('local')}, so give it the same value)",
+        err=True,
+    )
 
 
 def _supervise(argv: list[str], host: str, port: int, served_name: str, timeout: float) -> int:
@@ -254,27 +299,46 @@ def status_command(
 ) -> None:
     """Health, served models, running and waiting requests, KV-cache use and prefix-cache hit rate."""
     from kimi_cli.engine.status import engine_status
+    from kimi_cli.util.sanitize import visible  # model ids and errors are the server's text
 
-    status = engine_status(url or _served_url())
+    status = engine_status(url or _served_url(), _local_key())
     if as_json:
         typer.echo(json.dumps(status.as_dict(), indent=1))
+        raise typer.Exit(0 if status.healthy else 1)
+    if status.state == "nothing-listening":
+        recorded = "" if url else " (the URL `kimi engine serve` last recorded, or the default)"
+        typer.echo(f"nothing is listening on {status.url}{recorded}: start it with `kimi engine serve WEIGHTS`, "
+                   "or give the engine's address with --url")  # fmt: skip
+        raise typer.Exit(1)
+    if status.state == "unreachable":
+        typer.echo(visible(f"{status.url} did not answer: {status.detail}", one_line=True))
+        raise typer.Exit(1)
+
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{100 * v:.1f}%"
+
+    if status.healthy:
+        typer.echo(f"{status.url}: healthy")
     else:
-
-        def pct(v: float | None) -> str:
-            return "—" if v is None else f"{100 * v:.1f}%"
-
-        typer.echo(f"{status.url}: {'healthy' if status.healthy else 'NOT healthy'}")
-        from kimi_cli.util.sanitize import visible  # model ids are the server's text
-
-        typer.echo(visible(f"models: {', '.join(status.models) or '—'}", one_line=True))
-        typer.echo(
-            f"requests running {status.running if status.running is not None else '—'}, waiting "
-            f"{status.waiting if status.waiting is not None else '—'}"
-        )
-        typer.echo(
-            f"KV cache used {pct(status.kv_cache_usage)}, prefix-cache hit rate {pct(status.prefix_cache_hit_rate)}"
-        )
+        typer.echo(f"{status.url}: answers, but /health says {status.detail}: still loading the weights? "
+                   "its log is in ~/.kimi/engine/")  # fmt: skip
+    typer.echo(visible(f"models: {', '.join(status.models) or '—'}", one_line=True))
+    typer.echo(
+        f"requests running {status.running if status.running is not None else '—'}, waiting "
+        f"{status.waiting if status.waiting is not None else '—'}"
+    )
+    typer.echo(f"KV cache used {pct(status.kv_cache_usage)}, prefix-cache hit rate {pct(status.prefix_cache_hit_rate)}")
     raise typer.Exit(0 if status.healthy else 1)
+
+
+def _local_key() -> str | None:
+    """The key for an engine's /v1: the one vLLM was started with, else the local provider's."""
+    import os
+
+    from kimi_cli.engine.supervisor import engine_key
+    from kimi_cli.hostsafe.secrets import key_variables
+
+    return engine_key() or next((os.environ[v] for v in key_variables("local") if os.environ.get(v)), None)
 
 
 @engine_app.command("stop")
@@ -307,14 +371,14 @@ def bench_command(
 ) -> None:
     """Time to first token, decode tokens/s and prefix-cache reuse, as medians, per context and concurrency."""
     import asyncio
-    import os
 
     from kimi_cli.engine.bench import parse_size, run_bench
     from kimi_cli.engine.supervisor import get_json
 
     base = (url or _served_url()).rstrip("/")
+    key = _local_key() or "EMPTY"
     if model is None:
-        listed = get_json(f"{base}/models")
+        listed = get_json(f"{base}/models", key=key)
         data = listed.get("data", []) if isinstance(listed, dict) else []
         ids = [m.get("id") for m in data if isinstance(m, dict)]
         if not ids:
@@ -326,9 +390,6 @@ def bench_command(
     except ValueError:
         _fail("--context and --concurrency take comma-separated numbers (1k, 32k, 1m)", 2)
     started = time.perf_counter()
-    from kimi_cli.hostsafe.secrets import key_variables  # the local provider's key variables
-
-    key = next((os.environ[v] for v in key_variables("local") if os.environ.get(v)), "EMPTY")
     try:
         rows = asyncio.run(run_bench(base, model, contexts, levels, requests, max_tokens, key))
     except Exception as exc:

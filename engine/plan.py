@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from kimi_cli.engine.spec import ModelSpec
@@ -95,7 +96,13 @@ def make_plan(req: PlanRequest, suggest: bool = True) -> Plan:
     return plan
 
 
+MAX_SUGGESTED_UTIL = 0.98  # above this, what vLLM and CUDA hold outside the budget may not fit
+
+
 def _suggestions(plan: Plan) -> list[str]:
+    """Every change that would fit what was asked, each starting with the flags to add (a test re-plans
+    each one): more nodes, a bigger GPU, more of each GPU (utilisation, or GPUs that expose more HBM),
+    and, once the weights fit, a shorter context or an FP8 cache."""
     req = plan.request
     if plan.verdict == "fits":
         return []
@@ -105,15 +112,39 @@ def _suggestions(plan: Plan) -> list[str]:
         if bigger.sequences >= req.concurrency:
             tips.append(f"--nodes {nodes}: {bigger.sequences} sequences of {req.context:,} tokens fit")
             break
+    for name, hbm in sorted(GPU_HBM_GB.items(), key=lambda item: item[1]):
+        if req.gpu_name in GPU_HBM_GB and hbm > req.hbm_gb:  # (--hbm-gb, when given, outranks --gpu)
+            other = make_plan(replace(req, hbm_gb=hbm, gpu_name=name), suggest=False)
+            if other.sequences >= req.concurrency:
+                tips.append(
+                    f"--gpu {name}: {other.sequences} sequences of {req.context:,} tokens fit ({hbm:g} GB each)"
+                )
+                break
+    tips += _memory_tips(plan)
     if plan.verdict != "weights-do-not-fit":
-        if plan.max_context_one_sequence >= 1024:
-            tips.append(f"--context {plan.max_context_one_sequence:,} or less fits one sequence")
+        if 1024 <= plan.max_context_one_sequence < req.context:
+            longest = plan.max_context_one_sequence
+            tips.append(f"--context {longest}: one sequence of {longest:,} tokens fits")  # pasteable: no commas
         if req.kv_dtype != "fp8":
             fp8 = make_plan(replace(req, kv_dtype="fp8"), suggest=False)
-            tips.append(f"--kv-dtype fp8: {fp8.sequences} sequences of {req.context:,} tokens fit")
-    else:
-        need = plan.weights_per_gpu + req.activation_gb * GB
-        util = need / (req.hbm_gb * GB)
-        if util < 0.99:
-            tips.append(f"the weights alone need gpu_memory_utilization >= {util:.2f}, leaving no room for a cache")
+            if fp8.sequences > plan.sequences:
+                tips.append(f"--kv-dtype fp8: {fp8.sequences} sequences of {req.context:,} tokens fit")
+    return tips
+
+
+def _memory_tips(plan: Plan) -> list[str]:
+    """More of each GPU: a higher --gpu-util when that alone fits what was asked, and the HBM per GPU
+    that would (for GPUs that expose more than the table says: --hbm-gb)."""
+    req = plan.request
+    per_seq = plan.kv_per_sequence_per_gpu + plan.state_per_sequence_per_gpu
+    need = plan.weights_per_gpu + req.activation_gb * GB + per_seq * req.concurrency  # bytes per GPU
+    tips: list[str] = []
+    util = math.ceil(need / (req.hbm_gb * GB) * 100) / 100
+    if req.gpu_memory_utilization < util <= MAX_SUGGESTED_UTIL:
+        tips.append(f"--gpu-util {util:.2f}: {req.concurrency} sequence(s) of {req.context:,} tokens fit "
+                    "(if nothing else uses the GPUs)")  # fmt: skip
+    hbm = math.ceil(need / (req.gpu_memory_utilization * GB))
+    if hbm > req.hbm_gb:
+        tips.append(f"--hbm-gb {hbm}: GPUs that expose {hbm} GB each fit {req.concurrency} sequence(s) of "
+                    f"{req.context:,} tokens at --gpu-util {req.gpu_memory_utilization:g}")  # fmt: skip
     return tips

@@ -24,6 +24,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "model": r.spec.name, "gpu": r.gpu_name, "hbm_gb": r.hbm_gb, "gpus_per_node": r.gpus_per_node,
         "nodes": r.nodes, "context": r.context, "kv_dtype": r.kv_dtype,
         "weights_total_bytes": plan.weights_total, "weights_estimate_bytes": r.spec.estimated_weight_bytes(),
+        "weights_source": r.spec.weights_source if r.spec.checkpoint_bytes else "config estimate",
         "bf16_bytes": r.spec.estimated_weight_bytes(16), "weights_per_gpu_bytes": plan.weights_per_gpu,
         "usable_per_gpu_bytes": plan.usable_per_gpu, "kv_budget_per_gpu_bytes": plan.kv_budget_per_gpu,
         "kv_bytes_per_token": plan.kv_per_token, "kv_per_sequence_per_gpu_bytes": plan.kv_per_sequence_per_gpu,
@@ -44,9 +45,10 @@ def print_plan(plan: Plan) -> None:
     table.add_column("how")
     rows = [
         ("parallelism", f"TP {r.gpus_per_node} · EP {r.gpus_per_node} · PP {r.nodes}", "experts spread over each node"),
-        ("weights (checkpoint)", _gb(plan.weights_total),
-         f"{s.checkpoint_shards or '?'} shards; {s.total_params / 1e12:.2f}T params x {s.weight_bits} bits = "
-         f"{_gb(s.estimated_weight_bytes())}; BF16 would be {_gb(s.estimated_weight_bytes(16))}"),
+        ("weights (checkpoint)" if s.checkpoint_bytes else "weights (estimated)", _gb(plan.weights_total),
+         (f"{s.weights_source or 'the checkpoint'}; " if s.checkpoint_bytes else "from the config: ")
+         + f"{s.total_params / 1e12:.2f}T params x {s.weight_bits} bits = {_gb(s.estimated_weight_bytes())}; "
+         f"BF16 would be {_gb(s.estimated_weight_bytes(16))}"),
         ("weights per GPU", _gb(plan.weights_per_gpu), f"/ {r.gpus} GPUs"),
         ("usable per GPU", _gb(plan.usable_per_gpu), f"{r.hbm_gb:g} GB x utilization {r.gpu_memory_utilization}"),
         ("activations, CUDA graphs", _gb(r.activation_gb * GB), "per GPU (assumed)"),

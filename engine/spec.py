@@ -39,6 +39,7 @@ class ModelSpec:
     weight_bits: float  # average bits per parameter as stored, scales included
     checkpoint_bytes: float | None = None  # measured size on disk, when known
     checkpoint_shards: int | None = None
+    weights_source: str = ""  # where checkpoint_bytes comes from (the shard files, the index, the seed)
     mtp_layers: int = 0  # multi-token-prediction heads (num_nextn_predict_layers), for speculative decoding
     assumptions: tuple[str, ...] = field(default_factory=tuple)
 
@@ -87,6 +88,7 @@ KIMI_K3_1_PRO = ModelSpec(
     weight_bits=4.25,
     checkpoint_bytes=1.4e12,
     checkpoint_shards=96,
+    weights_source="96 shards",
     assumptions=(
         "KV latent 512 + RoPE 64 per token per DSA layer (MLA-style, as in Kimi K2); the seed gives none",
         "one 128-dim FP8 indexer key per token per DSA layer (the seed: index 32 heads x 128 dim)",
@@ -112,7 +114,10 @@ def spec_from_config(path: Path) -> ModelSpec:
     data = json.loads(path.read_text())
     nested = data.get("text_config")
     cfg: dict[str, Any] = {**data, **nested} if isinstance(nested, dict) else data
-    assumptions: list[str] = [f"parameters estimated from {path.name} (attention 4h^2, gated MLP 3 x h x inter)"]
+    assumptions: list[str] = [
+        f"parameters estimated from {path.name} (attention 4h^2, gated MLP 3 x h x inter, "
+        "experts at the latent MoE size when the config gives one)"
+    ]
     layers = _first(cfg, "num_hidden_layers", "n_layers", "num_layers", default=1)
     hidden = _first(cfg, "hidden_size", "d_model", default=1024)
     heads = _first(cfg, "num_attention_heads", "n_heads", default=8)
@@ -141,11 +146,15 @@ def spec_from_config(path: Path) -> ModelSpec:
         context = 4096
         assumptions.append("config.json gives no context length: 4,096 tokens assumed")
     attn = 4 * hidden * hidden
-    moe_mlp = 3 * hidden * moe_inter * (experts + shared)
+    # A latent MoE (Kimi K3: moe_latent_size) runs its experts in a smaller dimension than the hidden size,
+    # with one projection down and one up per layer; counting the experts at the hidden size doubles K3.
+    moe_latent = _first(cfg, "moe_latent_size", "latent_moe_dim", default=hidden)
+    projections = 2 * hidden * moe_latent if moe_latent != hidden else 0
+    moe_mlp = 3 * moe_latent * moe_inter * (experts + shared) + projections
     dense_mlp = 3 * hidden * inter
     total = layers * attn + dense_layers * dense_mlp + (layers - dense_layers) * (moe_mlp if experts else dense_mlp)
     total += 2 * vocab * hidden
-    active_mlp = 3 * hidden * moe_inter * (active + shared) if experts else dense_mlp
+    active_mlp = 3 * moe_latent * moe_inter * (active + shared) + projections if experts else dense_mlp
     active_total = layers * attn + dense_layers * dense_mlp + (layers - dense_layers) * active_mlp + 2 * vocab * hidden
     quant = data.get("quantization_config") or cfg.get("quantization_config") or {}
     bits = 4.25 if "fp4" in json.dumps(quant).lower() else 16.0
@@ -162,7 +171,7 @@ def spec_from_config(path: Path) -> ModelSpec:
         index_heads=_first(cfg, "index_n_heads"), index_top_k=_first(cfg, "index_topk"),
         linear_heads=linear_heads, linear_head_dim=linear_dim,
         routed_experts=experts, active_experts=active, shared_experts=shared,
-        expert_hidden=moe_inter, latent_moe_dim=_first(cfg, "moe_latent_size", "latent_moe_dim", default=hidden),
+        expert_hidden=moe_inter, latent_moe_dim=moe_latent,
         max_context=context, vision_params=0.0, vocab_size=vocab, weight_bits=bits,
         mtp_layers=_first(cfg, "num_nextn_predict_layers"),
         assumptions=tuple(assumptions),

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
-from kimi_cli.engine.supervisor import get_json, healthy
+from kimi_cli.engine.supervisor import get_json, probe
 
 METRIC_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
 
@@ -35,6 +35,8 @@ def _first(metrics: dict[str, float], *names: str) -> float | None:
 class EngineStatus:
     url: str
     healthy: bool
+    state: str = "healthy"  # healthy | unhealthy | nothing-listening | unreachable (supervisor.probe)
+    detail: str = ""  # HTTP 503, connection refused, the timeout...
     models: list[str] = field(default_factory=list)
     running: float | None = None
     waiting: float | None = None
@@ -45,10 +47,13 @@ class EngineStatus:
         return dict(vars(self))
 
 
-def engine_status(base_url: str) -> EngineStatus:
+def engine_status(base_url: str, key: str | None = None) -> EngineStatus:
     root = base_url.rstrip("/").removesuffix("/v1")
-    status = EngineStatus(url=root, healthy=healthy(root))
-    models = get_json(f"{root}/v1/models")
+    state, detail = probe(root)
+    status = EngineStatus(url=root, healthy=state == "healthy", state=state, detail=detail)
+    if state in ("nothing-listening", "unreachable"):
+        return status  # nothing to ask for models or metrics
+    models = get_json(f"{root}/v1/models", key=key)
     if isinstance(models, dict):
         status.models = [str(m.get("id")) for m in models.get("data", []) if isinstance(m, dict)]
     try:

@@ -43,20 +43,53 @@ def diagnose(log_tail: str) -> str:
     return "see the log above"
 
 
-def get_json(url: str, timeout: float = 2.0) -> object | None:
+def engine_key() -> str | None:
+    """The key a vLLM started with VLLM_API_KEY requires on /v1 (its /health needs none)."""
+    return os.environ.get("VLLM_API_KEY") or None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host.strip().lower() in ("localhost", "ip6-localhost", "ip6-loopback"):
+        return True
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def get_json(url: str, timeout: float = 2.0, key: str | None = None) -> object | None:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
             return json.loads(resp.read() or b"null")
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
 
 def healthy(base: str, timeout: float = 2.0) -> bool:
+    return probe(base, timeout)[0] == "healthy"
+
+
+def probe(base: str, timeout: float = 2.0) -> tuple[str, str]:
+    """What /health says: ("healthy", ""), ("unhealthy", "HTTP 503"), ("nothing-listening", why) when the
+    connection is refused, or ("unreachable", why) for a timeout or a name that does not resolve."""
     try:
         with urllib.request.urlopen(f"{base}/health", timeout=timeout) as resp:
-            return 200 <= resp.status < 300
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+            return ("healthy", "") if 200 <= resp.status < 300 else ("unhealthy", f"HTTP {resp.status}")
+    except urllib.error.HTTPError as exc:
+        return "unhealthy", f"HTTP {exc.code}"
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, ConnectionRefusedError):
+            return "nothing-listening", "connection refused"
+        return "unreachable", str(reason)
+    except ConnectionRefusedError:
+        return "nothing-listening", "connection refused"
+    except (OSError, ValueError) as exc:
+        return "unreachable", str(exc) or type(exc).__name__
 
 
 @dataclass
@@ -112,7 +145,7 @@ class EngineSupervisor:
             if stage.startswith("loading") and healthy(self.root):
                 stage = "healthy; waiting for /v1/models"
             if stage.startswith("healthy"):
-                models = get_json(f"{self.root}/v1/models")
+                models = get_json(f"{self.root}/v1/models", key=engine_key())
                 listed = models.get("data", []) if isinstance(models, dict) else []
                 ids = [m.get("id") for m in listed if isinstance(m, dict)]
                 if self.served_name in ids:

@@ -2,7 +2,8 @@
 """Stands in for `vllm serve` in tests: a real HTTP server whose behaviour FAKE_VLLM_MODE chooses.
 
 ok: healthy after FAKE_VLLM_DELAY seconds; never: never healthy; oom / port: print vLLM's error and exit.
-It writes its pid to FAKE_VLLM_PIDFILE so tests can check it is gone after a stop.
+It writes its pid to FAKE_VLLM_PIDFILE so tests can check it is gone after a stop. With VLLM_API_KEY set it
+asks for that key on /v1, as vLLM does (/health stays open).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def main() -> None:
         def do_GET(self) -> None:
             if mode == "never" or time.monotonic() < ready_at:
                 self.send_response(503)
+                self.end_headers()
+                return
+            key = os.environ.get("VLLM_API_KEY")
+            if key and self.path.startswith("/v1") and self.headers.get("Authorization") != f"Bearer {key}":
+                self.send_response(401)
                 self.end_headers()
                 return
             body = (

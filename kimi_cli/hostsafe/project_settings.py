@@ -56,6 +56,8 @@ class ProjectSettings:
     # (file, server name) -> (the folder its command line is read in, digests of the workspace files it names)
     server_pins: dict[tuple[str, str], tuple[Path, dict[str, str]]] = field(default_factory=dict)
     commands: list[CustomCommand] = field(default_factory=list)  # project commands, in kimi_cli's ROOTS order
+    # What those files (not the settings) ask for that widens, as (key, value, words), for the trust digest
+    file_asks: list[tuple[str, Any, str]] = field(default_factory=list)
 
     @property
     def config_path(self) -> Path:
@@ -84,7 +86,19 @@ def read_project(folder: Path) -> ProjectSettings:
         _read_mcp_files(project)
     _read_hooks(project)
     _read_commands(project)
+    project.file_asks = _file_asks(project)
     return project
+
+
+def _file_asks(project: ProjectSettings) -> list[tuple[str, Any, str]]:
+    """What the files just read ask for, each said by the extension that knows them (kimi_cli.hostsafe.trust
+    digests these with the widening settings): hook scripts, Claude Code hooks, commands, MCP servers' files."""
+    from kimi_cli.extensions.custom_commands.loader import widenings as commands
+    from kimi_cli.extensions.hooks.claude import widenings as claude_hooks
+    from kimi_cli.extensions.hooks.pins import widenings as hook_scripts
+    from kimi_cli.extensions.mcp.host_launch import widenings as server_files
+
+    return [ask for source in (hook_scripts, claude_hooks, commands, server_files) for ask in source(project)]
 
 
 def _read_config(project: ProjectSettings) -> None:

@@ -29,16 +29,6 @@ from kimi_cli.hostsafe.project_settings import ProjectSettings, read_project
 from kimi_cli.util import jsonsafe
 from kimi_cli.util.paths import kimi_home
 
-# Files of the folder, not settings, that widen what kimi does: the scripts its hooks run, its custom commands
-# that run `!cmd` or pre-approve tools, its MCP servers' scripts and config files. "module:function" taking the
-# folder's snapshot (kimi_cli.hostsafe.project_settings) -> [(key, value, description)]; the values go into the digest,
-# so a changed script or command asks again.
-FILE_WIDENINGS = (
-    "kimi_cli.extensions.hooks.pins:widenings",
-    "kimi_cli.extensions.hooks.claude:widenings",
-    "kimi_cli.extensions.custom_commands.loader:widenings",
-    "kimi_cli.extensions.mcp.host_launch:widenings",
-)
 
 
 @dataclass(frozen=True)
@@ -158,18 +148,11 @@ def _hidden(server: Any) -> str:
 
 
 def file_widenings(project: ProjectSettings) -> list[Widening]:
-    """What the folder's files ask for (FILE_WIDENINGS), from the snapshot; a source that is not installed
-    counts as asking for nothing."""
-    import importlib
-
-    found: list[Widening] = []
-    for source in FILE_WIDENINGS:
-        module, _, name = source.partition(":")
-        try:
-            found += [Widening(*item) for item in getattr(importlib.import_module(module), name)(project)]
-        except ImportError:
-            continue
-    return found
+    """What the folder's files, not its settings, ask for that widens what kimi does: the scripts its hooks
+    run, its custom commands that run `!cmd` or pre-approve tools, its MCP servers' scripts and config files.
+    Each extension that read them said so into the snapshot (ProjectSettings.file_asks); the values go into
+    the digest, so a changed script or command asks again. Nothing here knows hooks, commands or MCP."""
+    return [Widening(key, value, words) for key, value, words in project.file_asks]
 
 
 def digest_of(asks: list[Widening]) -> str:

@@ -6,8 +6,8 @@ the user's; built-in commands are never shadowed (the front ends skip such a nam
 Project files are read through the no-follow reader (kimi_cli.hostsafe.fs): a link cannot pull a file
 from outside the workspace into a prompt. They are read once, into the folder's snapshot
 (kimi_cli.hostsafe.project_settings), which the trust decision is made on: a project command that runs `!cmd` lines or
-pre-approves tools widens what kimi does, so it counts for the folder's trust (kimi_cli.hostsafe.trust.FILE_WIDENINGS),
-and the command that runs is the one that decision saw.
+pre-approves tools widens what kimi does, so it counts for the folder's trust (`widenings`, into the snapshot's
+file_asks), and the command that runs is the one that decision saw.
 """
 
 from __future__ import annotations

@@ -156,6 +156,7 @@ def _step(step: Step, priced: bool) -> str:
     out += [_approval(a) for a in step.approvals]
     out += [f'<div class="alert">error: {_e(error)}</div>' for error in step.errors]
     out += [f'<div class="note">note: {_e(notice)}</div>' for notice in step.notices]
+    out += [_fold("note the session added", f"<pre>{_e(note)}</pre>") for note in step.notes]
     out.append("</div></details>")
     return "\n".join(out)
 

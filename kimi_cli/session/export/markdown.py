@@ -80,6 +80,8 @@ def _step(step: Step, priced: bool) -> list[str]:
         out.append(f"> **error:** {_line(error)}\n")
     for notice in step.notices:
         out.append(f"> note: {_line(notice)}\n")
+    for note in step.notes:
+        out.append(_fold("note the session added", _fence(note)))
     return out
 
 

@@ -73,6 +73,7 @@ class Step:
     tools_ms: float = 0.0
     retries: list[Retry] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the session told the model after this step's tools
     errors: list[str] = field(default_factory=list)
     approvals: list[Approval] = field(default_factory=list)  # decisions no call of this step claimed
     compaction: Compaction | None = None  # the history was compacted before this step's request

@@ -110,7 +110,7 @@ def build(meta: dict[str, Any], records: list[dict[str, Any]], rates: Rates, fal
         created=_num(meta.get("created")),
         updated=_num(meta.get("updated")),
         status=str(meta.get("status", "?")),
-        git=meta.get("git") if isinstance(meta.get("git"), dict) else {},
+        git=_table(meta.get("git")),
         rates=rates,
     )
     _Builder(export).feed(records)
@@ -184,7 +184,7 @@ class _Builder:
                 step.reasoning = (step.reasoning + "\n\n" + reasoning).strip("\n")
             for raw in message.get("tool_calls") or []:
                 if isinstance(raw, dict):
-                    fn = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+                    fn = _table(raw.get("function"))
                     self.call(str(raw.get("id", "")), str(fn.get("name", "")), str(fn.get("arguments") or ""))
         elif role == "tool":
             view = self.calls.get(str(message.get("tool_call_id", "")))
@@ -263,7 +263,7 @@ class _Builder:
         view.result = str(event.get("output", ""))
         view.is_error = bool(event.get("is_error"))
         view.duration_ms = _num(event.get("duration_ms"))
-        display = event.get("display") if isinstance(event.get("display"), dict) else {}
+        display = _table(event.get("display"))
         if isinstance(display.get("exit_code"), int):
             view.exit_code = display["exit_code"]
         if display.get("kind") == "diff" and isinstance(display.get("diff"), str):
@@ -302,6 +302,10 @@ class _Builder:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _num(value: Any) -> float:

@@ -30,7 +30,6 @@ from kimi_cli.util import jsonsafe
 from kimi_cli.util.paths import kimi_home
 
 
-
 @dataclass(frozen=True)
 class Widening:
     """One thing a folder's config asks for that widens what kimi may do."""

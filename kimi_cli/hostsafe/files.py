@@ -17,7 +17,7 @@ def is_git_repo(root: Path) -> bool:
 
 
 def list_files(root: Path) -> list[str]:
-    """Workspace-relative paths of files that are not ignored, sorted (git through host_git: hardened)."""
+    """Workspace-relative paths of files that are not ignored, sorted (git through hostsafe/git/host.py: hardened)."""
     from kimi_cli.hostsafe.git.host import workspace_git
 
     if is_git_repo(root):

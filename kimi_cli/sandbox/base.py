@@ -62,7 +62,7 @@ class Sandbox(Protocol):
 
 
 class GuardedSandbox:
-    """What bwrap, landlock and Docker share: the one check around every command (command_guard.py). It is
+    """What bwrap, landlock and Docker share: the one check around every command (guard/command.py). It is
     made on first use (a probe's sandbox walks nothing), and always before a command or a task starts."""
 
     policy: SandboxPolicy

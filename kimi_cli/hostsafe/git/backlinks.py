@@ -11,7 +11,7 @@ work tree:
   `core.worktree` names this work tree. Git writes it for submodules; for a separate git dir the user sets it
   once (the refusal gives the command).
 A `commondir` is honoured only in a linked worktree's git dir. A git dir inside the workspace is the
-workspace's own (session_start links and host_git's overrides deal with what a command writes there).
+workspace's own (session_start links and host.py's overrides deal with what a command writes there).
 """
 
 from __future__ import annotations

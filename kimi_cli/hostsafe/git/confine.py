@@ -1,6 +1,6 @@
 """Host git in a Landlock domain of its own: it may execute only git, and write only where its work is.
 
-The second layer under host_git's config overrides. Those name every key we know that starts a program,
+The second layer under host.py's config overrides. Those name every key we know that starts a program,
 and neutralise the filter drivers the config declares right before each call; a writer racing that read,
 or a key no list knows, would still meet this: the kernel refuses to execute anything but git (its binary,
 its exec path and its loader) and to write outside the repository and the workspace.
@@ -27,7 +27,7 @@ PT_INTERP = 3
 
 def _git_programs() -> tuple[tuple[str, bool], ...]:
     """(path, is a folder) for what git needs to execute: itself, its exec path, its ELF interpreter. The
-    git is the one host_git runs: found outside every folder a sandboxed command may write (host_exec)."""
+    git is the one host.py runs: found outside every folder a sandboxed command may write (hostsafe.programs)."""
     from kimi_cli.hostsafe.programs import host_which
 
     return _programs_of(host_which("git"))
@@ -133,7 +133,7 @@ def _confined(call: Callable[[], T], writable: Iterable[Path | str]) -> T:
     grants: list[tuple[str, int]] = []
     for path, _is_dir in programs:
         grants.append((path, EXECUTE))  # a grant may carry only handled rights; reads are not handled
-    # Not the temp folder: workspaces often live there. A pinned git folder (`/proc/self/fd/N`, git_pin) is granted
+    # Not the temp folder: workspaces often live there. A pinned git folder (`/proc/self/fd/N`, git/pin.py) is granted
     # as the inode its descriptor holds ("N/.": the magic link is followed as a folder on the way, by the kernel),
     # never as the path it had a moment ago: `.git` may have been swapped for a link to another repository since.
     roots = {f"{p}/." if is_pinned(p) else os.path.realpath(p) for p in writable}

@@ -14,7 +14,7 @@ programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.
 - names the repository itself (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), found here without running
   git, so that `core.worktree` cannot send a checkout into another folder; GIT_DIR and GIT_COMMON_DIR are
   descriptors of the folders open_repo checked (kimi_cli.hostsafe.git.pin), so that a `.git` swapped for a link
-  meanwhile cannot send git, or git_confine's write grant, into another repository;
+  meanwhile cannot send git, or confine.py's write grant, into another repository;
 - refuses a repository whose links changed since the session started, or that belongs to another user
   (kimi_cli.hostsafe.git.repo_guard: open_repo finds the repository, this module runs git in it).
 
@@ -177,7 +177,7 @@ def spawn(
     timeout: float | None = 120,
     fds: Sequence[int] = (),
 ) -> subprocess.CompletedProcess[bytes]:
-    """The one place host git starts: inside git_confine's Landlock domain (execute only git, write only
+    """The one place host git starts: inside confine.py's Landlock domain (execute only git, write only
     beneath `writable`) where the kernel has Landlock. `fds` are passed to git (a pinned repository's)."""
     from kimi_cli.hostsafe.git.confine import run_confined
 

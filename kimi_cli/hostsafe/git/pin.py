@@ -3,7 +3,7 @@
 On landlock a sandboxed command can write `.git` itself, so at any moment (a background task racing kimi) it
 can swap `.git` for a symlink to another of the user's repositories, or for a `.git` file naming one
 (renameat2 RENAME_EXCHANGE): between open_repo's checks and the spawn of git, and while git runs. Git opens
-GIT_DIR by path, again and again, and git_confine used to grant Landlock writes on realpath(GIT_DIR). So:
+GIT_DIR by path, again and again, and confine.py used to grant Landlock writes on realpath(GIT_DIR). So:
 
 - at session start the git dir and the common dir are opened (O_PATH) and held: their device and inode are
   this session's repository (the held descriptor also keeps the inode from being reused by a new folder);
@@ -15,7 +15,7 @@ GIT_DIR by path, again and again, and git_confine used to grant Landlock writes 
   `commondir` file written into it is not read. Git keeps GIT_DIR as given when it runs in the top folder of the
   work tree (kimi runs it in the workspace); in a workspace that is a subfolder of its repository git
   canonicalises it, but that repository's `.git` lies outside the workspace, where no command writes;
-- git_confine grants Landlock writes on the same descriptors, never on a path resolved by name.
+- confine.py grants Landlock writes on the same descriptors, never on a path resolved by name.
 """
 
 from __future__ import annotations

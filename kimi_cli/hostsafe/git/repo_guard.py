@@ -34,8 +34,8 @@ HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "
 MAX_HOOK_BYTES = 1024 * 1024
 MAX_LINK_BYTES = 64 * 1024  # a `.git` file, commondir or gitdir holds one path
 MAX_ALTERNATES_BYTES = 1024 * 1024
-# Repository settings that name a program git would run: for the warning (host_git overrides or neutralises
-# them all, and git_confine stops the rest) and for the sandbox, which removes those a command added to a
+# Repository settings that name a program git would run: for the warning (host.py overrides or neutralises
+# them all, and confine.py stops the rest) and for the sandbox, which removes those a command added to a
 # repository (kimi_cli/sandbox/guard/repo_scrub.py). Includes count: what they bring in is not looked at.
 PROGRAM_KEY = re.compile(
     r"^(core\.(fsmonitor|hookspath|pager|editor|sshcommand|askpass|gitproxy|alternaterefscommand)|sequence\.editor"
@@ -126,7 +126,7 @@ def find_repo(start: Path, workspace: Path | None = None) -> RepoLocation | None
         if stat.S_ISREG(mode):
             git_dir, kind = _read_gitfile(dot_git), "gitfile"
         elif stat.S_ISDIR(mode):
-            git_dir, kind = dot_git, ""  # as named, not resolved: git_pin opens this path without following links
+            git_dir, kind = dot_git, ""  # as named, not resolved: pin.py opens this path without following links
         elif stat.S_ISLNK(mode):
             git_dir, kind = dot_git.resolve(), "symlink"
         else:

@@ -143,7 +143,7 @@ class BwrapSandbox(GuardedSandbox):
         self.policy = policy
         self.output_cap = output_cap
         self.shell = shell
-        # Never a bwrap from a folder commands can write (a project's .venv/bin on PATH): see host_exec.
+        # Never a bwrap from a folder commands can write (a project's .venv/bin on PATH): see hostsafe.programs.
         self.exe = host_which("bwrap", (policy.workspace, policy.private_tmp)) or "/nonexistent/bwrap"
         try:
             # inet sockets stay allowed: with the network off they live in bwrap's empty network namespace,

@@ -1,7 +1,7 @@
 """What is checked around every sandboxed command, the same on every backend (bwrap, landlock, docker).
 
 Two parts, run before and after each command, when a background task ends, and when the sandbox closes:
-- git_guard.GitGuard puts back the workspace's `.git` (config, hooks, info/attributes, links...) and `.kimi`
+- restore.GitGuard puts back the workspace's `.git` (config, hooks, info/attributes, links...) and `.kimi`
   as the session found them: every backend, although bwrap and Docker also mount them read-only, because a
   mount covers only what existed at the start and a guard that always runs cannot be forgotten by one path.
   What a read-only mount already keeps (HEAD, refs: the Git tool's own changes) is not walked there;

@@ -1,12 +1,12 @@
 """A repository a command made or changed keeps nothing that runs a program when the user's git reads it.
 
-The sandbox keeps the workspace's own `.git` read-only (git_guard.py), but a command may make a repository
+The sandbox keeps the workspace's own `.git` read-only (restore.py), but a command may make a repository
 anywhere else in the workspace: `git init` in a plain folder, a nested one in a subfolder, a `.git` file
 pointing at a git dir it built. kimi's Git tool never runs what such a repository names, but the user's
 own `git status` there would: `core.fsmonitor`, hooks, filters, pagers, aliases with `!`... So after each
 command, for every git dir the command made or changed (repo_watch.py finds them):
 
-- config and config.worktree lose each entry that names a program (git_repo_guard.names_program) and that
+- config and config.worktree lose each entry that names a program (hostsafe.git.repo_guard.names_program) and that
   was not there when the session started. Entries are read by git itself (`git config --file - --list`, no
   include followed, no program run), so nothing is read differently from the user's git; the file is
   rewritten from what is kept and read back by git to check it. A config git cannot read is left: git

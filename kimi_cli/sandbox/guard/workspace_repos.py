@@ -1,4 +1,4 @@
-"""The repositories in the workspace other than the one git_guard.py keeps read-only, checked after each command.
+"""The repositories in the workspace other than the one restore.py keeps read-only, checked after each command.
 
 repo_watch.py says where a git dir or a `.git` pointer appeared; this module keeps one state per git dir and
 pointer (what it held at the session's start), and has repo_scrub.py take out what a command added that
@@ -34,7 +34,7 @@ class PointerState:
 
 
 class WorkspaceRepos:
-    """Git dirs and pointers found in the workspace; `skip` names those git_guard.py restores instead."""
+    """Git dirs and pointers found in the workspace; `skip` names those restore.py puts back instead."""
 
     def __init__(self, workspace: Path, skip: set[str]) -> None:
         self.workspace = workspace

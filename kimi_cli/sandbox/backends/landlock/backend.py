@@ -9,7 +9,7 @@ default, GitHub's ubuntu-latest runners). Differences from bwrap, each handled:
   /proc/<pid> of processes outside the command's domain is closed by Landlock's ptrace rule;
 - no mount namespace: a unix socket outside the workspace is kept out of reach by the connect()
   supervisor (supervise.py), not by hiding it;
-- .git and .kimi cannot be read-only inside the writable workspace: the guard (command_guard.py, the same on
+- .git and .kimi cannot be read-only inside the writable workspace: the guard (sandbox/guard/command.py, the same on
   every backend) restores them, refs and HEAD included.
 """
 

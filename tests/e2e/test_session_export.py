@@ -159,3 +159,36 @@ def test_an_interrupted_session_with_a_torn_last_line_exports(
     assert data["turns"][0]["prompt"] == "run the slow thing"
     page = run_kimi(["export", "--format", "html"], repo, env)
     assert page.returncode == 0 and "no result (interrupted)" in page.stdout and "unfinished" in page.stdout
+
+
+def test_approvals_asked_in_the_terminal_and_their_answers_are_exported(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    server.add(
+        {"tool_calls": [tool_call("Shell", {"command": "touch one.txt"}, "c1")]},
+        {"tool_calls": [tool_call("Shell", {"command": "rm -rf build"}, "c2")]},
+        {"text": "finished"},
+    )
+    term = Terminal.start(repo, env, server, "--sandbox", "none")
+    try:
+        term.wait_for("❯")
+        term.line("make files")
+        term.wait_for("run this command?")
+        term.send("y")
+        term.wait_for("rm -rf build")
+        term.send("n")
+        term.wait_for("why not?")
+        term.line("keep the build folder")
+        term.wait_for("finished")
+        assert term.exit() == 0
+    finally:
+        term.close()
+    data = json.loads(run_kimi(["export", "--format", "json"], repo, env).stdout)
+    calls = [c for t in data["turns"] for s in t["steps"] for c in s["calls"]]
+    assert [c["approvals"] for c in calls] == [
+        [{"kind": "shell", "subject": "touch one.txt", "outcome": "allowed", "answer": "yes", "reason": ""}],
+        [{"kind": "shell", "subject": "rm -rf build", "outcome": "refused", "answer": "no",
+          "reason": "the user said no: keep the build folder"}],
+    ]  # fmt: skip
+    markdown = run_kimi(["export", "--format", "md"], repo, env).stdout
+    assert "Approval (shell): **refused**, the user said no" in markdown

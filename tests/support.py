@@ -146,7 +146,7 @@ def call_tool(root: Path, name: str, args: dict[str, Any]) -> tuple[str, bool]:
     """Run one tool of the default set in-process on a real folder: (output, is_error)."""
     import asyncio
 
-    from kimi_cli.agent.toolset import default_tools
+    from kimi_cli.agent.toolbox import default_tools
     from kimi_cli.tools.base import ToolContext
     from kimi_cli.tools.workspace import Workspace
 
@@ -172,6 +172,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def unique_seconds() -> int:
+    """A `sleep` duration (3,600 to 7,196 s, a multiple of 4) that no other test, worker or run on this machine
+    is likely to start at the same time: processes_with(f"sleep {n}") then finds this test's processes only."""
+    import secrets
+
+    return 3600 + secrets.randbelow(900) * 4
 
 
 def processes_with(marker: str) -> list[int]:

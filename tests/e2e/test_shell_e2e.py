@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import sandbox_flags
+from sandbox_fixtures import kimi_containers, sandbox_flags
 
 from scripted_server import ScriptedModelServer
 from support import (
@@ -65,16 +65,10 @@ def test_output_flood_keeps_agent_rss_under_200_mb(
     assert "bytes of output cut" in flood_result and len(flood_result) < 40_000
 
 
-def _kimi_containers() -> list[str]:
-    out = subprocess.run(["docker", "ps", "-aq", "--filter", "label=kimi.session"], capture_output=True, text=True)
-    return out.stdout.split()
-
-
 def test_docker_container_is_network_none_and_removed_after_sigterm(
     repo: Path, env: dict, home: Path, server: ScriptedModelServer
 ) -> None:
     flags = sandbox_flags("docker", home)
-    before = set(_kimi_containers())
     server.add(shell("sleep 30", "d1"), {"text": "never"})
     full_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
     proc = subprocess.Popen(
@@ -85,7 +79,7 @@ def test_docker_container_is_network_none_and_removed_after_sigterm(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    new = wait_until(lambda: [c for c in _kimi_containers() if c not in before], timeout=60, what="a container")
+    new = wait_until(lambda: kimi_containers(proc.pid), timeout=60, what="its container")
     mode = subprocess.run(
         ["docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", new[0]], capture_output=True, text=True
     ).stdout.strip()
@@ -95,7 +89,7 @@ def test_docker_container_is_network_none_and_removed_after_sigterm(
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
     assert proc.returncode == 4
-    assert [c for c in _kimi_containers() if c not in before] == []
+    assert kimi_containers(proc.pid) == []
 
 
 def test_sandbox_none_refuses_commands_without_yolo(repo: Path, env: dict, server: ScriptedModelServer) -> None:

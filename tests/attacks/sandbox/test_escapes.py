@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import SECRET, CountingServer, Rig
 
-from support import processes_with, wait_until
+from support import processes_with, unique_seconds, wait_until
 
 
 def test_write_outside_the_workspace_fails(rig: Rig) -> None:
@@ -85,12 +85,13 @@ def test_symlink_out_of_the_workspace_cannot_be_written_through(rig: Rig) -> Non
 
 
 def test_timeout_kills_the_whole_group_and_returns_in_time(rig: Rig) -> None:
+    n = unique_seconds()  # sleeps no other test (or other run on this machine) starts: they mark this group
     started = time.monotonic()
-    result = rig.run("(sleep 301; touch survivor) & sleep 601", timeout=2)
+    result = rig.run(f"(sleep {n}; touch survivor) & sleep {n + 1}", timeout=2)
     elapsed = time.monotonic() - started
     assert "timed out after 2 s" in result.output
-    assert elapsed < 20, elapsed  # generous; an unkilled group would run 301 s
-    wait_until(lambda: processes_with("sleep 301") == [] and processes_with("sleep 601") == [], what="the group")
+    assert elapsed < 20, elapsed  # generous; an unkilled group would run for an hour
+    wait_until(lambda: processes_with(f"sleep {n}") == [] and processes_with(f"sleep {n + 1}") == [], what="the group")
     assert not (rig.ws / "survivor").exists()
 
 
@@ -122,5 +123,8 @@ def test_root_capabilities_are_dropped(rig: Rig) -> None:
 
 
 def test_a_process_that_leaves_the_session_does_not_survive_the_call(rig: Rig) -> None:
-    rig.run("setsid sleep 302 >/dev/null 2>&1 & (sleep 303 &) ; nohup sleep 304 >/dev/null 2>&1 & echo started")
-    wait_until(lambda: [processes_with(f"sleep {n}") for n in (302, 303, 304)] == [[], [], []], what="escapees")
+    n = unique_seconds()
+    rig.run(
+        f"setsid sleep {n} >/dev/null 2>&1 & (sleep {n + 1} &) ; nohup sleep {n + 2} >/dev/null 2>&1 & echo started"
+    )
+    wait_until(lambda: [processes_with(f"sleep {n + i}") for i in range(3)] == [[], [], []], what="escapees")

@@ -60,7 +60,7 @@ def disk_path(root: Path) -> dict[str, float]:
 
 
 async def tool_calls(root: Path) -> dict[str, float]:
-    from kimi_cli.agent.toolset import default_tools
+    from kimi_cli.agent.toolbox import default_tools
     from kimi_cli.tools.base import ToolContext
     from kimi_cli.tools.workspace import Workspace
 

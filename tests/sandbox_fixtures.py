@@ -53,7 +53,7 @@ class Rig:
         return self.loop.run_until_complete(self.shell.run(params, ToolContext(workspace=Workspace(self.ws))))
 
     def call(self, name: str, args: dict) -> ToolResult:
-        from kimi_cli.agent.toolset import default_tools
+        from kimi_cli.agent.toolbox import default_tools
 
         ctx = ToolContext(workspace=Workspace(self.ws))
         return self.loop.run_until_complete(default_tools([self.shell]).call(name, json.dumps(args), ctx))

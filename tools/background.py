@@ -12,9 +12,9 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from kimi_cli.sandbox.base import Started, kill_group
+from kimi_cli.sandbox.base import Sandbox, Started, kill_group
 from kimi_cli.tools.base import ToolError
 from kimi_cli.tools.output import cap_text
 
@@ -22,6 +22,7 @@ KEEP_BYTES = 1_000_000  # of each task's output, the latest
 SHOW_CHARS = 30_000
 
 
+@runtime_checkable
 class Spawner(Protocol):
     """A sandbox that can start a long-running command: argv, env, and what the child needs before exec.
 
@@ -60,7 +61,8 @@ class BackgroundTask:
 
 
 class TaskManager:
-    def __init__(self, sandbox: Spawner, cwd: str, max_tasks: int = 4) -> None:
+    def __init__(self, sandbox: Sandbox, cwd: str, max_tasks: int = 4) -> None:
+        # The session's sandbox; a task starts only where it is a Spawner (Docker's is not: Shell says so)
         self.sandbox = sandbox
         self.cwd = cwd
         self.max_tasks = max_tasks
@@ -79,13 +81,15 @@ class TaskManager:
         start = getattr(self.sandbox, "start", None)
         if start is not None:
             proc: Started = await start(command)
-        else:
+        elif isinstance(self.sandbox, Spawner):
             argv, env, preexec, fds = self.sandbox.spawn_spec(command)
             process = await asyncio.create_subprocess_exec(
                 *argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=preexec, pass_fds=fds,
             )  # fmt: skip
             proc = Started.from_process(process)
+        else:
+            raise ToolError(f"background commands are not available with the {self.sandbox.name} sandbox")
         task = BackgroundTask(f"task-{self._next}", command, proc)
         self._next += 1
         task.reader = asyncio.ensure_future(self._pump(task))

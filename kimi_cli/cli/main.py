@@ -214,7 +214,7 @@ def main_command(
     if fork is not None:
         resume, continue_ = _fork(root, fork), False
     if prompt is None:
-        from kimi_cli.agent.runtime import SessionChoice
+        from kimi_cli.agent.bootstrap import SessionChoice
         from kimi_cli.frontends.terminal.session import run_interactive
 
         raise typer.Exit(run_interactive(root, flags, SessionChoice("interactive", continue_, resume)))

@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 
 
 def session_tools(root: Path, config: Config, provider: str) -> list[Tool[Any]]:
-    """The built-in tools a session in `root` gets under `config`, in the order Runtime.make_agent adds them.
-    Their schemas do not depend on the live objects (sandbox, approver, task manager), so none is made."""
+    """The built-in tools a session in `root` gets under `config`, in the order the toolbox adds them
+    (kimi_cli.agent.toolbox.make_agent). Their schemas do not depend on the live objects (sandbox, approver,
+    task manager), so none is made."""
     from kimi_cli.agent.subagents.runner import SubagentFactory, SubagentRunner
-    from kimi_cli.agent.toolset import default_tools
+    from kimi_cli.agent.toolbox import default_tools
     from kimi_cli.tools.git_tool import Git
     from kimi_cli.tools.shell import Shell
     from kimi_cli.tools.subagent import AgentTool

@@ -105,7 +105,7 @@ class Environment:
 def session_environment(
     workdir: Path, config: Config, model: str, window: int, today: datetime.date | None = None
 ) -> Environment:
-    """The environment of a session in `workdir` under `config` (what Runtime.build and `kimi prompt` use)."""
+    """The environment of a session in `workdir` under `config` (what the session bootstrap and `kimi prompt` use)."""
     return Environment(
         workspace=str(workdir),
         os=f"{platform.system()} {platform.release()} ({platform.machine()})",

@@ -163,7 +163,7 @@ def test_depth_and_size_are_bounded() -> None:
 
 
 def test_kimi_own_tools_and_subagent_kinds_use_the_same_converter() -> None:
-    from kimi_cli.agent.toolset import default_tools
+    from kimi_cli.agent.toolbox import default_tools
 
     for schema in default_tools().schemas():
         check_converted(schema["function"]["parameters"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kimi_cli.agent.toolset import default_tools
+from kimi_cli.agent.toolbox import default_tools
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.workspace import Workspace
 

@@ -9,7 +9,7 @@ import mcp.types as mcp_types
 
 from kimi_cli.agent.events import Finished, TextDelta, ToolCall
 from kimi_cli.agent.guard import LoopGuard
-from kimi_cli.agent.toolset import default_tools
+from kimi_cli.agent.toolbox import default_tools
 from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.tool import McpTool, mcp_facts
 from kimi_cli.tools.base import ANYTHING, NOTHING, READS, ToolContext, ToolFacts

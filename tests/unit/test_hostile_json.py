@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kimi_cli.agent.toolset import default_tools
+from kimi_cli.agent.toolbox import default_tools
 from kimi_cli.errors import KimiError
 from kimi_cli.frontends.headless.output_schema import OutputSchema, parse_answer
 from kimi_cli.llm.failures import HTTPFailure, StreamIncomplete

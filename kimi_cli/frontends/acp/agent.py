@@ -122,7 +122,7 @@ class KimiAcpAgent:
         )
 
     async def _open(self, cwd: str, mcp_servers: Any, resume_id: str | None) -> AcpSession:
-        from kimi_cli.agent.runtime import Runtime, SessionChoice
+        from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 
         flags = dict(self.flags)
         choice = SessionChoice("editor", resume_id=resume_id)

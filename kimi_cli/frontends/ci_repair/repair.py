@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kimi_cli.agent.runtime import Runtime, SessionChoice
+from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.approval.engine import Approver
 from kimi_cli.approval.rules import Rules
 from kimi_cli.errors import ExitCode, KimiError

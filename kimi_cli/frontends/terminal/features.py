@@ -150,7 +150,7 @@ class SessionFeatures:
     # --- fork and init -------------------------------------------------------------------------------------
 
     async def cmd_fork(self, arg: str) -> None:
-        from kimi_cli.agent.runtime import SessionChoice
+        from kimi_cli.agent.bootstrap import SessionChoice
         from kimi_cli.errors import KimiError
         from kimi_cli.session.fork import fork_session
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from kimi_cli.agent.runtime import SessionChoice
+from kimi_cli.agent.bootstrap import SessionChoice
 from kimi_cli.errors import KimiError
 from kimi_cli.frontends.terminal.host import SessionHost
 from kimi_cli.frontends.terminal.picker import print_choices

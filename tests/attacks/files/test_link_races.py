@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from swapper import start_swapper, stop_swapper
 
-from kimi_cli.agent.toolset import default_tools
+from kimi_cli.agent.toolbox import default_tools
 from kimi_cli.hostsafe import fs as safe_fs
 from kimi_cli.tools.base import ToolContext, ToolError
 from kimi_cli.tools.grep_tool import Grep, GrepParams

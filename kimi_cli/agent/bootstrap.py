@@ -1,4 +1,7 @@
-"""Runtime: everything a session needs, built once from config: endpoint, session, sandbox, tools, agent."""
+"""The session bootstrap: what a session needs, built once from config (the folder's trust, the config it lets
+apply, the endpoint, the MCP servers starting, the prefix and context, the session itself, the sandbox), and
+what leaving it takes. Front ends hold the Runtime it builds and ask it for agents; each agent's tools are
+assembled by kimi_cli.agent.toolbox."""
 
 from __future__ import annotations
 
@@ -10,42 +13,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimi_cli.agent.events import Event, Notice
-from kimi_cli.agent.gate import SessionGate
-from kimi_cli.agent.loop import Agent
+from kimi_cli.agent.events import Event
 from kimi_cli.agent.prefix import PrefixBuilder
-from kimi_cli.agent.toolset import default_tools
 from kimi_cli.approval.modes.state import ModeState
 from kimi_cli.approval.rules import Rules
-from kimi_cli.config import HEADLESS_MAX_STEPS, Config, Endpoint, load_config, resolve_endpoint
+from kimi_cli.config import Config, Endpoint, load_config, resolve_endpoint
 from kimi_cli.context.session_context import SessionContext
 from kimi_cli.extensions.mcp.manager import McpManager
 from kimi_cli.hostsafe import trust
 from kimi_cli.hostsafe.git.state import git_state
 from kimi_cli.hostsafe.trust import FolderTrust
-from kimi_cli.llm.models import ModelInfo, lookup, resolve_effort, with_context
+from kimi_cli.llm.models import ModelInfo, lookup, with_context
 from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.llm.types import Message
 from kimi_cli.sandbox.base import Sandbox
 from kimi_cli.sandbox.policy import build_policy
 from kimi_cli.sandbox.select import choose_sandbox
 from kimi_cli.session.store import Session
-from kimi_cli.session.undo.checkpointer import SessionCheckpointer
-from kimi_cli.session.undo.shadow import ShadowRepo
-from kimi_cli.tools.background import TaskManager
-from kimi_cli.tools.base import Tool, ToolContext
-from kimi_cli.tools.git_tool import Git, GitIdentity
-from kimi_cli.tools.shell import Shell, ShellApprover
-from kimi_cli.tools.tasks import TaskOutput, TaskStop
-from kimi_cli.tools.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kimi_cli.agent.subagents.runner import SubagentFactory
+    from kimi_cli.agent.loop import Agent
+    from kimi_cli.approval.engine import Approver
     from kimi_cli.extensions.hooks.session import HookSession
-    from kimi_cli.extensions.mcp.deferred import DeferredTools
     from kimi_cli.extensions.skills.loader import Skill
     from kimi_cli.media.pipeline import ImageLimits
     from kimi_cli.telemetry import SessionTelemetry
+    from kimi_cli.tools.background import TaskManager
 
 
 @dataclass
@@ -60,6 +53,9 @@ class SessionChoice:
 
 @dataclass
 class Runtime:
+    """One session: its config, endpoint, workspace, log and history, sandbox, context, mode, rules, hooks and
+    MCP servers, built once (build); agents come from it (make_agent), and aclose ends it."""
+
     config: Config
     endpoint: Endpoint
     workdir: Path
@@ -185,135 +181,21 @@ class Runtime:
         self.hooks = open_hooks(self.workdir, lambda: self.session, lambda: self.mode.current, self.folder_trust)
 
     def make_agent(
-        self, emit: Callable[[Event], None], approver: ShellApprover, headless: bool = False
+        self, emit: Callable[[Event], None], approver: Approver, headless: bool = False
     ) -> tuple[Agent, ChatProvider]:
-        """The agent for this session. Headless runs get a step cap by default; interactive turns none."""
-        extra: dict[str, Any] = {}
-        if self.config.thinking is False and self.endpoint.provider in ("local", "openai"):
-            extra["chat_template_kwargs"] = {"thinking": False}  # vLLM's K3 chat template reads this switch
-        if self.effort is None:
-            self.effort = resolve_effort(self.config.effort, "headless" if headless else "interactive")
-        provider = ChatProvider(
-            self.endpoint, self.config.retry, self.session.id, transport=self.config.transport, extra_body=extra,
-            model_info=self.info(), effort=self.effort, cache_scope=str(self.workdir),
-        )  # fmt: skip
-        self.providers.append(provider)
-        max_steps = self.config.max_steps
-        if max_steps is None and headless:
-            max_steps = HEADLESS_MAX_STEPS
-        git_cfg = self.config.git
-        identity = GitIdentity(
-            name=git_cfg.author_name,
-            email=git_cfg.author_email,
-            co_author_trailer=git_cfg.co_author_trailer,
-            allow_hooks=git_cfg.allow_hooks,
-        )
-        if self.tasks is None:
-            self.tasks = TaskManager(self.sandbox, str(self.workdir), self.config.shell.max_background_tasks)  # type: ignore[arg-type]
-        tasks = self.tasks
-        from kimi_cli.agent.approvals import RecordedApprover
+        """An agent for this session, with its tools (kimi_cli.agent.toolbox); every call that asks goes
+        through `approver`. Headless runs get a step cap by default; interactive turns none."""
+        from kimi_cli.agent.toolbox import make_agent
 
-        recorded = RecordedApprover(approver)  # questions and refusals go on the record (ApprovalDecided)
-        approver = recorded  # type: ignore[assignment]
-        shell = Shell(self.sandbox, self.config.shell.default_timeout, approver, tasks)
-        builtin: list[Any] = [shell, Git(identity), TaskOutput(tasks), TaskStop(tasks)]
-        notices: list[str] = []
-        starting: list[str] = []
-        web = self.config.web
-        if web.enabled:
-            from kimi_cli.tools.web import FetchURL, SearchWeb
+        return make_agent(self, emit, approver, headless)
 
-            save_dir = self.session.path / "fetched"
-            fetch = FetchURL(approver, web.allowed_hosts, web.allowed_private_hosts, save_dir, web.fetch_timeout)  # type: ignore[arg-type]
-            builtin.append(fetch)
-            if web.search and self.endpoint.provider == "moonshot":
-                builtin.append(SearchWeb())
-        if self.mcp is not None:
-            from kimi_cli.extensions.mcp.wiring import mcp_tools
-
-            taken = set(default_tools(builtin).names)
-            extra_tools, notices, starting = mcp_tools(self.mcp, approver, taken)  # type: ignore[arg-type]
-            builtin += extra_tools
-        deferred = self._defer_mcp(builtin, notices)  # over the model's tool limit: MCP tools wait for SearchTools
-        if self.config.subagents:
-            from kimi_cli.agent.subagents.runner import SubagentRunner
-            from kimi_cli.tools.subagent import AgentTool
-
-            runner = SubagentRunner(self._subagent_factory(list(builtin), deferred), emit)
-            builtin.append(AgentTool(runner.spawn, runner.kind_facts()))
-        registry = default_tools(builtin + deferred.search_tool(), grep_timeout=self.config.grep_timeout)
-        agent = Agent(
-            provider=provider,
-            registry=registry,
-            ctx=ToolContext(
-                workspace=Workspace(self.workdir),
-                image_limits=self.image_limits(),  # ReadMediaFile and MCP images are sized to it
-                read_roots=self.read_roots(),  # the user's skill folders, for ReadFile only
-            ),
-            recorder=self.session,
-            emit=emit,
-            messages=self.history,
-            max_steps=max_steps,
-            max_output_tokens=self.config.max_output_tokens,
-            max_tokens=self.config.max_tokens,
-            checkpointer=SessionCheckpointer(
-                ShadowRepo(self.workdir, max_file_bytes=self.config.checkpoints.max_file_bytes), self.session
-            ),
-            context=self.context,
-            notes=self.tasks.finished_notes,
-            gate=SessionGate(self.mode, self.hooks, getattr(approver, "ask", None), start_source=self.start_source),
-        )
-        recorded.emit = agent.emit
-        if self.telemetry is not None:
-            agent.observers.append(self.telemetry)
-        if self.hooks is not None:
-            self.hooks.tell = lambda message: agent.emit(Notice(message))
-        if self.mcp is not None and starting:  # the first request does not wait for them
-            from kimi_cli.extensions.mcp.wiring import LateServers
-
-            late = LateServers(self.mcp, approver, registry, starting)  # type: ignore[arg-type]
-            finished = self.tasks.finished_notes
-
-            def notes() -> list[str]:  # before each request: servers ready since join the end of the tools
-                told = late.poll()
-                for notice in late.take_notices():
-                    agent.emit(Notice(notice))
-                return told + finished()
-
-            agent.notes = notes
-        # a deferred tool called by its full name joins the end of the tools block; late tools may wait too
-        deferred.attach(registry, lambda message: agent.emit(Notice(message)))
-        provider.on_notice = lambda message: agent.emit(Notice(message))
-        if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
-            agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
-        trust_notice = self.folder_trust.notice() if self.folder_trust is not None else None
-        if trust_notice and not self._trust_noticed:
-            self._trust_noticed = True
-            notices.insert(0, trust_notice)  # once a session: what the untrusted folder asked for, ignored
-        for notice in notices:
-            agent.emit(Notice(notice))
-        return agent, provider
-
-    def _defer_mcp(self, builtin: list[Any], notices: list[str]) -> DeferredTools:
-        """When built-ins and every MCP tool would not fit the model's tool limit, the MCP tools leave
-        `builtin` for a pool that SearchTools searches (kimi_cli.extensions.mcp.deferred). Built-ins always stay;
-        each subagent then gets its own SearchTools over the deferred tools its kind allows."""
-        from kimi_cli.extensions.mcp.deferred import defer_over_limit
-        from kimi_cli.extensions.mcp.tool import McpTool
-
-        mcp = [t for t in builtin if isinstance(t, McpTool)]
-        others = [t for t in builtin if not isinstance(t, McpTool)]
-        stay = len(default_tools(others).names) + (1 if self.config.subagents else 0)  # + the Agent tool
-        limit = self.info().max_tools
-        declared, pool = defer_over_limit(stay, mcp, limit)
-        if not pool.pool:
-            return pool
-        builtin[:] = others + declared
-        notices.append(
-            f"{len(mcp)} MCP tools would take each request past {self.info().id}'s limit of {limit} tools: they "
-            "are deferred, and SearchTools finds them (a found tool joins the end of the tools list)"
-        )
-        return pool
+    def trust_notice(self) -> str | None:
+        """Once a session: what the untrusted folder asked for, and that it was ignored."""
+        notice = self.folder_trust.notice() if self.folder_trust is not None else None
+        if notice is None or self._trust_noticed:
+            return None
+        self._trust_noticed = True
+        return notice
 
     def read_roots(self) -> list[tuple[str, Path]]:
         """Folders outside the workspace ReadFile may read: the user's own skills (kimi_cli.tools.read_roots)."""
@@ -334,41 +216,6 @@ class Runtime:
             return self.model_info
         found = lookup(model or self.endpoint.model, self.endpoint.provider, _overrides(self.config))
         return found if model else with_context(found, self.context_length)
-
-    def _subagent_factory(self, session_tools: list[Tool[Any]], deferred: DeferredTools) -> SubagentFactory:
-        """What the subagent runner needs from this session, and nothing more (no Runtime: no import cycle)."""
-        from kimi_cli.agent.subagents.kinds import SUB_BUDGET_SHARE
-        from kimi_cli.agent.subagents.runner import SubagentFactory
-
-        everything_deferred = dict(deferred.pool)  # those that later join the session's block stay deferred here
-
-        def deferred_tools() -> tuple[list[Tool[Any]], int]:
-            everything_deferred.update(deferred.pool)  # and servers that became ready later, past the limit
-            return list(everything_deferred.values()), deferred.max_tools
-
-        def tools() -> list[Tool[Any]]:
-            return list(default_tools(session_tools, grep_timeout=self.config.grep_timeout).tools)
-
-        def provider(run_id: str) -> ChatProvider:
-            made = ChatProvider(
-                self.endpoint,
-                self.config.retry,
-                f"{self.session.id}-{run_id}",
-                transport=self.config.transport,
-                model_info=self.info(),
-                effort=self.effort,
-            )
-            self.providers.append(made)
-            return made
-
-        def system(task: str, mode: str) -> Message:
-            return self.prefix.message(self.context.task_pack(task, SUB_BUDGET_SHARE), mode)
-
-        def gate() -> SessionGate:  # the session's hooks and mode (plan refuses writes) for a subagent's calls
-            return SessionGate(self.mode, hooks=self.hooks, subagent=True)
-
-        return SubagentFactory(self.workdir, tools, provider, system, self.session, self.config.max_output_tokens,
-                               gate, self.read_roots(), deferred_tools)  # fmt: skip
 
     def switch_session(self, choice: SessionChoice) -> None:
         """Leave the current session (saved as it is) for a new or an earlier one; the sandbox stays."""

@@ -13,39 +13,42 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any, Protocol
 
 HTTP_PROTOBUF = "http/protobuf"
 
 
-@dataclass(frozen=True)
 class ExportSettings:
-    """Where spans and metrics go, with which headers, and whether text may go with them."""
+    """Where spans and metrics go, with which headers, and whether text may go with them. (Plain classes
+    here: this module is imported on every start, telemetry on or off.)"""
 
-    traces_url: str
-    metrics_url: str
-    headers: dict[str, str] = field(default_factory=dict)
-    log_prompts: bool = False
-    notes: tuple[str, ...] = ()  # what the user should hear once (a protocol kimi does not speak)
+    def __init__(self, traces_url: str, metrics_url: str, headers: dict[str, str] | None = None,
+                 log_prompts: bool = False, notes: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.traces_url = traces_url
+        self.metrics_url = metrics_url
+        self.headers = dict(headers or {})
+        self.log_prompts = log_prompts
+        self.notes = notes  # what the user should hear once (a protocol kimi does not speak)
 
 
-@dataclass
 class SessionFacts:
     """What the exporter may ask the session: its id and model, and the price of a request's usage."""
 
-    session_id: str
-    resumed: bool
-    provider: str
-    model: Callable[[], str]
-    price: Callable[[Mapping[str, int]], float]
+    def __init__(self, session_id: str, resumed: bool, provider: str, model: Callable[[], str],
+                 price: Callable[[Mapping[str, int]], float]) -> None:  # fmt: skip
+        self.session_id = session_id
+        self.resumed = resumed
+        self.provider = provider
+        self.model = model
+        self.price = price
 
 
-class SessionTelemetry(Protocol):
-    def __call__(self, event: Any) -> None: ...
-    def switch(self, session_id: str, resumed: bool) -> None: ...
-    def close(self) -> None: ...
+if TYPE_CHECKING:
+
+    class SessionTelemetry(Protocol):
+        def __call__(self, event: Any) -> None: ...
+        def switch(self, session_id: str, resumed: bool) -> None: ...
+        def close(self) -> None: ...
 
 
 def export_settings(section: Any, environ: Mapping[str, str] | None = None) -> ExportSettings | None:
@@ -75,6 +78,8 @@ def _signal_url(base: str, signal: str) -> str:
 
 def parse_headers(text: str) -> dict[str, str]:
     """`key1=value1,key2=value2` (values URL-encoded), as OTEL_EXPORTER_OTLP_HEADERS writes them."""
+    from urllib.parse import unquote
+
     headers: dict[str, str] = {}
     for item in text.split(","):
         key, eq, value = item.partition("=")

@@ -20,7 +20,7 @@ from kimi_cli.util.sanitize import visible
 
 
 def run_export(session: str | None, fmt: str, output: Path | None, workdir: Path | None) -> int:
-    from kimi_cli.session.export import FORMATS, default_path, export_text, find_session
+    from kimi_cli.session.export import FORMATS, default_path, export_text, find_session, write_export
 
     if fmt not in FORMATS:
         _err(f"--format must be md, json or html, not {fmt!r}")
@@ -45,12 +45,6 @@ def run_export(session: str | None, fmt: str, output: Path | None, workdir: Path
         return int(ExitCode.ERROR)
     typer.echo(visible(f"exported session {folder.name} to {output}"), err=True)
     return 0
-
-
-def write_export(path: Path, text: str) -> None:
-    from kimi_cli.hostsafe.fs import write_private  # the one atomic write: 0600, never through a link
-
-    write_private(path.expanduser().absolute(), text)
 
 
 def run_sessions(workdir: Path | None, show_all: bool, prune: bool, older_than: float, open_id: str | None) -> int:
@@ -89,7 +83,7 @@ def prune_sessions(workspace: Path, older_than: float) -> int:
 
 def open_session_page(workspace: Path, session: str) -> int:
     """Write the session's HTML page under ~/.kimi/exports/ and open it in a browser where one exists."""
-    from kimi_cli.session.export import default_path, export_text, find_session
+    from kimi_cli.session.export import default_path, export_text, find_session, write_export
 
     try:
         folder = find_session(workspace, session)

@@ -21,8 +21,7 @@ class ExportCommand:
                                   "/export [md | json | html] [PATH]"))  # fmt: skip
 
     async def run(self, arg: str) -> None:
-        from kimi_cli.cli.export import write_export
-        from kimi_cli.session.export import FORMATS, default_path, export_text
+        from kimi_cli.session.export import FORMATS, default_path, export_text, write_export
 
         words = arg.split(maxsplit=1)
         fmt = words[0].lower() if words else "md"

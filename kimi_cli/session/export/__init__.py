@@ -75,3 +75,10 @@ def glob_escape(text: str) -> str:
 def default_path(session_id: str, fmt: str) -> Path:
     """Where an export goes unless told: ~/.kimi/exports/<id>.<ext> (private, like the session itself)."""
     return kimi_home() / "exports" / f"{session_id}{SUFFIX[fmt]}"
+
+
+def write_export(path: Path, text: str) -> None:
+    """An export written where asked, through the one atomic write: 0600, never through a link."""
+    from kimi_cli.hostsafe.fs import write_private
+
+    write_private(path.expanduser().absolute(), text)

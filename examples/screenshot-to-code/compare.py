@@ -1,4 +1,7 @@
-"""Compare two screenshots: pixel difference and a structural similarity score (scikit-image SSIM, greyscale)."""
+"""Compare two screenshots: pixel difference and a structural similarity score (SSIM of the greyscale).
+
+The SSIM is kimi's own (kimi_cli.media.similarity, numpy only: the figure `--visual-check` scores by), so
+this script needs the Python kimi is installed in and nothing more: numpy and Pillow come with kimi."""
 
 from __future__ import annotations
 
@@ -16,11 +19,15 @@ def load(path: Path, size: tuple[int, int]) -> np.ndarray:
 
 
 def ssim(a: np.ndarray, b: np.ndarray) -> float:
-    """Structural similarity of the greyscale images (scikit-image's SSIM: 7x7 Gaussian-free windows, the
-    usual constants for 8-bit data); 1.0 is identical."""
-    from skimage.metrics import structural_similarity
-
-    return float(structural_similarity(a.mean(axis=2), b.mean(axis=2), data_range=255.0))
+    """Structural similarity of the greyscale images (7x7 uniform windows, the usual constants for 8-bit
+    data, as scikit-image computes it by default); 1.0 is identical."""
+    try:
+        from kimi_cli.media.similarity import ssim as kimi_ssim
+    except ImportError:
+        sys.exit(
+            "compare.py uses kimi's SSIM: run it with the Python kimi is installed in (pip install kimi-cli-agent)"
+        )
+    return kimi_ssim(a.mean(axis=2), b.mean(axis=2))
 
 
 def compare(reference: Path, candidate: Path) -> dict[str, float]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -128,6 +128,9 @@ class Agent:
         self.context = context
         self.max_output_tokens = max_output_tokens
         self.notes = notes  # things that happened on their own (a background task ended): told before a request
+        # Before each request: what a front end adds (the visual check's screenshot of the page just edited,
+        # kimi_cli.frontends.headless.visual); each returns the messages to add, often none.
+        self.between_steps: list[Callable[[], Awaitable[list[Message]]]] = []
         self.user_prompts = user_prompts  # False for a subagent: its task is the model's words, not the user's
         self.gate = gate  # plan mode and hooks (kimi_cli.agent.gate): called at one point per event
         self._usage_missing_told = False
@@ -212,6 +215,9 @@ class Agent:
             news = self.notes() if self.notes is not None else []
             if news:
                 self.add_message({"role": "user", "content": "[kimi] " + "\n[kimi] ".join(news)})
+            for between in self.between_steps:
+                for message in await between():
+                    self.add_message(message)
             self._mode_notes()
             completion, stop = await self._step()
             last_text = completion.text or last_text

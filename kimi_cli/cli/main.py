@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -129,6 +129,29 @@ def main_command(
             metavar="FILE",
         ),
     ] = None,
+    visual_check: Annotated[
+        str | None,
+        typer.Option(
+            "--visual-check",
+            help="With -p: render this workspace page (or the URL serving it) in headless Chromium after each edit "
+            "and show the model the screenshot.",
+            metavar="FILE|URL",
+        ),
+    ] = None,
+    visual_target: Annotated[
+        float | None,
+        typer.Option(
+            "--visual-target",
+            help="With --visual-check: go on until the screenshot's SSIM against the --image reference reaches this.",
+            metavar="SSIM",
+        ),
+    ] = None,
+    visual_size: Annotated[
+        str | None,
+        typer.Option(
+            "--visual-size", help="With --visual-check: the window, WxH (default: the reference's size).", metavar="WxH"
+        ),
+    ] = None,
     fork: Annotated[
         str | None,
         typer.Option("--fork", help="Start from a copy of this session (same history and undo points).", metavar="ID"),
@@ -211,6 +234,7 @@ def main_command(
         _usage(f"--workdir {root} is not a directory")
     if output_schema is not None and prompt is None:
         _usage("--output-schema needs a headless run: -p TASK")
+    visual = _visual(visual_check, visual_target, visual_size, root, prompt is not None)
     if fork is not None:
         resume, continue_ = _fork(root, fork), False
     if prompt is None:
@@ -228,8 +252,24 @@ def main_command(
         branch=branch,
         config_flags=flags,
         output_schema=str(output_schema) if output_schema is not None else None,
+        visual=visual,
     )
     raise typer.Exit(run_headless(opts))
+
+
+def _visual(target: str | None, ssim: float | None, size: str | None, root: Path, headless: bool) -> Any:
+    """--visual-check and its options, checked before any work (kimi_cli.frontends.headless.visual)."""
+    if target is None and ssim is None and size is None:
+        return None
+    from kimi_cli.errors import KimiError
+    from kimi_cli.frontends.headless.visual import parse_visual
+
+    if not headless:
+        _usage("--visual-check needs a headless run: -p TASK")
+    try:
+        return parse_visual(target, ssim, size, root)
+    except KimiError as exc:
+        _usage(str(exc))
 
 
 def _fork(root: Path, session_id: str) -> str:

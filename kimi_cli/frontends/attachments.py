@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kimi_cli.errors import ConfigError
 from kimi_cli.llm.types import Message
-from kimi_cli.media.pipeline import ImageLimits
+from kimi_cli.media.pipeline import ImageLimits, Prepared
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")  # the names an attachment may have
 IMAGE_REF = re.compile(
@@ -128,19 +129,38 @@ def check_attachments(prompt: str, images: list[str], cwd: Path) -> None:
                               "and GIF are supported)")  # fmt: skip
 
 
-def build_user_message(prompt: str, images: list[str], cwd: Path, limits: ImageLimits | None = None) -> Message:
+def build_user_message(
+    prompt: str,
+    images: list[str],
+    cwd: Path,
+    limits: ImageLimits | None = None,
+    notify: Callable[[str], object] | None = None,
+) -> Message:
     """A user message with the prompt and every image as a data-URL part, each sized for the model
-    (`limits`, from the model table); ConfigError if one is bad or cannot fit the request."""
+    (`limits`, from the model table); ConfigError if one is bad or cannot fit the request. `notify` hears
+    one line per image attached (its size as sent, and what resizing did), once all of them are ready."""
     from kimi_cli.media.pipeline import prepare
 
     found = attachments(prompt, images, cwd)
     if not found:
         return {"role": "user", "content": prompt}
     parts: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+    told: list[str] = []
     for item in found:
         try:
-            url = prepare(read_attachment(item, cwd), limits or ImageLimits(), item.shown).data_url()
+            prepared = prepare(read_attachment(item, cwd), limits or ImageLimits(), item.shown)
         except ValueError as exc:
             raise ConfigError(f"cannot attach image: {exc}") from None
-        parts.append({"type": "image_url", "image_url": {"url": url}})
+        parts.append({"type": "image_url", "image_url": {"url": prepared.data_url()}})
+        told.append(attached_note(item.shown, prepared, (limits or ImageLimits()).patch))
+    if notify is not None:
+        for line in told:
+            notify(line)
     return {"role": "user", "content": parts}
+
+
+def attached_note(shown: str, prepared: Prepared, patch: int) -> str:
+    """`attached shot.png (1024x640, 3,367 image tokens)`, or `(resized 3840x2160 -> 2048x1152, ...)`."""
+    size = prepared.note()
+    how = f"resized {size}" if "->" in size else f"{size}, re-encoded" if prepared.changed else size
+    return f"attached {shown} ({how}, {prepared.tokens(patch):,} image tokens)"

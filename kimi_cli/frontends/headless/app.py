@@ -23,6 +23,7 @@ from kimi_cli.frontends.attachments import build_user_message, check_attachments
 from kimi_cli.frontends.headless.flow import HeadlessFlow
 from kimi_cli.frontends.headless.output import HeadlessRenderer, OutputFormat
 from kimi_cli.frontends.headless.output_schema import OutputSchema
+from kimi_cli.frontends.headless.visual import VisualCheck
 from kimi_cli.hostsafe.git.state import switch_to_work_branch
 from kimi_cli.util.sanitize import visible
 from kimi_cli.util.signals import CancelOnSignal
@@ -30,7 +31,8 @@ from kimi_cli.util.signals import CancelOnSignal
 RESUME_PROMPT = "Continue the task from where you left off."
 ERROR_TYPES = {"done": None, "max_steps": "budget", "token_budget": "budget", "loop_detected": "loop_detected",
                "cancelled": "cancelled", "provider_unavailable": "provider_unavailable", "error": "error",
-               "schema_mismatch": "schema_mismatch", "blocked": "blocked"}  # fmt: skip
+               "schema_mismatch": "schema_mismatch", "blocked": "blocked",
+               "visual_target_missed": "visual_target_missed"}  # fmt: skip
 
 
 @dataclass
@@ -46,6 +48,7 @@ class RunOptions:
     branch: str | None = None
     config_flags: dict[str, Any] = field(default_factory=dict)
     output_schema: str | None = None  # --output-schema FILE (kimi_cli.frontends.headless.output_schema)
+    visual: Any = None  # --visual-check (kimi_cli.frontends.headless.visual.VisualOptions)
 
 
 def error_type(exc: KimiError) -> str:
@@ -131,7 +134,9 @@ def run_headless(opts: RunOptions) -> int:
         if opts.output_format == "text" and runtime.sandbox.name != "bwrap":
             sys.stderr.write(f"kimi: sandbox {runtime.sandbox.name}: {runtime.sandbox_reason}\n")
         # Sized for the model in use (its long-edge bound and request cap, from the model table).
-        user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir, runtime.image_limits())
+        visual = VisualCheck.start(opts.visual, runtime, prompt, opts.images) if opts.visual is not None else None
+        user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir, runtime.image_limits(),
+                                          notify=lambda line: sys.stderr.write(f"kimi: {visible(line)}\n"))  # fmt: skip
         if opts.branch:
             sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
     except KimiError as exc:
@@ -151,7 +156,7 @@ def run_headless(opts: RunOptions) -> int:
     renderer.init(init_info(runtime, agent, opts))
     run_started = time.perf_counter()
     preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []
-    flow = HeadlessFlow(runtime, prompt, opts.images, schema)  # /name expansion, --output-schema
+    flow = HeadlessFlow(runtime, prompt, opts.images, schema, visual=visual)  # /name, --output-schema, --visual-check
     outcome = run_until_done(agent, user_message, runtime, preamble, flow.run)
     outcome.message = provider.redact(outcome.message)
     usage = agent.usage.as_dict()

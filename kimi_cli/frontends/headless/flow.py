@@ -1,6 +1,7 @@
 """What a headless run does around the loop for issue 30's features: a prompt that names a custom command
 (`kimi -p "/review HEAD~1"`) is expanded as the terminal would; `--output-schema` checks the final answer
-and gives the model one more try; plan mode (`--plan`) needs nothing more here: the answer is the plan."""
+and gives the model one more try; plan mode (`--plan`) needs nothing more here: the answer is the plan.
+`--visual-check` (kimi_cli.frontends.headless.visual) shows the model its page after each edit."""
 
 from __future__ import annotations
 
@@ -22,11 +23,16 @@ class HeadlessFlow:
     schema: OutputSchema | None = None
     structured: Any = None  # the validated value (--output-schema)
     command: str = ""  # the custom command the prompt named
+    visual: Any = None  # --visual-check (kimi_cli.frontends.headless.visual.VisualCheck)
 
     async def run(self, agent: Agent, message: Message, preamble: list[Message]) -> RunOutcome:
         message, scope = await self._expand(agent, message)
+        if self.visual is not None:  # the page's screenshot after each edit, through the loop's seams
+            self.visual.attach(agent)
         try:
             outcome = await agent.run(message, preamble)
+            if self.visual is not None:
+                outcome = await self.visual.finish(agent, outcome)
             if self.schema is not None and outcome.reason == "done":
                 outcome = await self._check(agent, outcome)
             return outcome
@@ -88,4 +94,6 @@ class HeadlessFlow:
             out["structured_output"] = self.structured
         if self.command:
             out["command"] = self.command
+        if self.visual is not None:
+            out["visual_check"] = self.visual.result_fields()
         return out

@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from kimi_cli.agent.events import Notice
 from kimi_cli.agent.guard import LoopGuard
 from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.approval.engine import Approver
@@ -328,7 +329,8 @@ class InteractiveApp:
             self.console.print(visible_text(f"attached {image.name}; it goes with your next message"))
             return
         try:
-            message = build_user_message(text, self.pending_images, self.runtime.workdir, self.runtime.image_limits())
+            message = build_user_message(text, self.pending_images, self.runtime.workdir, self.runtime.image_limits(),
+                                         notify=lambda line: self.agent.emit(Notice(line)))  # fmt: skip
         except KimiError as exc:
             self.console.print(visible_text(str(exc), "yellow"))
             return

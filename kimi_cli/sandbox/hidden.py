@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from kimi_cli.kernel.contain import below
+from kimi_cli.kernel.contain import below, below_normal, normal
 
 TABLE = Path(__file__).with_name("hidden_paths.txt")
 MAGIC = "*?["
@@ -130,7 +130,7 @@ def not_yet(found_patterns: list[str] | tuple[str, ...], roots: Path | Iterable[
     """Patterns under the home roots (`home_roots`) that nothing matches yet, and every such glob: Landlock
     splits the folders they would appear in (never granting them whole), so a ~/.config/gh made during the
     session is not readable."""
-    homes = [roots] if isinstance(roots, Path) else list(roots)
+    homes = [normal(home) for home in ([roots] if isinstance(roots, Path) else roots)]
     magic = [p for p in found_patterns if any(c in p for c in MAGIC)]
-    below_a_home = [p for p in found_patterns if any(below(home, p) for home in homes)]  # "" is the home itself
+    below_a_home = [p for p in found_patterns if any(below_normal(home, normal(p)) for home in homes)]  # "": a home
     return [p for p in below_a_home if p in magic or not os.path.lexists(p)]

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kimi_cli.kernel.contain import inside
+from kimi_cli.kernel.contain import below_normal, normal
 from kimi_cli.kernel.rights import (
     FILE_RIGHTS,
     IOCTL_DEV,
@@ -56,11 +56,11 @@ def _children(path: str) -> list[str]:
 
 def split_around(root: str, hidden: Iterable[str], list_dir: Callable[[str], list[str]] = _children) -> list[str]:
     """The paths that cover everything under `root` except the hidden ones (and nothing above them)."""
-    hidden = [os.path.normpath(h) for h in hidden]
-    root = os.path.normpath(root)
+    hidden = [normal(h) for h in hidden]
+    root = normal(root)
     if any(h == root for h in hidden):
         return []
-    below_root = [h for h in hidden if inside(h, root)]  # none equals it (returned above)
+    below_root = [h for h in hidden if below_normal(root, h) is not None]  # none equals it (returned above)
     if not below_root:
         return [root]
     out: list[str] = []

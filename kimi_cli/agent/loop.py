@@ -144,10 +144,6 @@ class Agent:
         self.steps = 0
         self.tools_seconds = 0.0
         self.observers: list[Observer] = []  # every event, the unshown too (kimi_cli.telemetry)
-        self.usage = Usage()
-        self.steps = 0
-        self.tools_seconds = 0.0
-        self.observers: list[Observer] = []  # every event, the unshown too (kimi_cli.telemetry)
 
     def emit(self, event: Event) -> None:
         if event.logged:

@@ -22,7 +22,7 @@ from kimi_cli.tools.base import CallApproval
 
 # (question, rule) -> "yes" | "always" | "save" | "no:<reason>"; an empty rule: `always` is not offered.
 Ask = Callable[[Question, str], Awaitable[str]]
-Save = Callable[[str], None]  # keeps an allow rule for later sessions (the front end says how it went)
+Save = Callable[[str], object]  # keeps an allow rule for later sessions (the front end says how it went)
 Observer = Callable[[str, str, Decision], None]  # (kind, subject, decision): every decision, for the record
 
 

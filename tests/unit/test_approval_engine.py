@@ -200,7 +200,9 @@ def test_always_keeps_the_rule_for_the_session_and_save_hands_it_on() -> None:
 def test_a_rule_saved_into_a_multi_line_allow_keeps_the_file_valid_toml(tmp_path: Path) -> None:
     (tmp_path / ".kimi").mkdir()
     config = tmp_path / ".kimi" / "config.toml"
-    config.write_text('# mine\n[approval]\nallow = [\n  "pytest",\n]\ndeny = ["rm"]  # never\n\n[web]\nenabled = true\n')
+    config.write_text(
+        '# mine\n[approval]\nallow = [\n  "pytest",\n]\ndeny = ["rm"]  # never\n\n[web]\nenabled = true\n'
+    )
     assert save_allow_rule(tmp_path, "npm test")
     text = config.read_text()
     assert tomllib.loads(text) == {"approval": {"allow": ["pytest", "npm test"], "deny": ["rm"]},

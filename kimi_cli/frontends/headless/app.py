@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.agent.events import Finished
 from kimi_cli.agent.loop import Agent, RunOutcome
-from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.approval.engine import Approver
 from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.frontends.attachments import build_user_message, check_attachments

@@ -6,8 +6,8 @@ from typing import Protocol
 
 from rich.console import Console
 
-from kimi_cli.agent.loop import Agent
 from kimi_cli.agent.bootstrap import Runtime, SessionChoice
+from kimi_cli.agent.loop import Agent
 from kimi_cli.approval.rules import Rules
 from kimi_cli.frontends.terminal.render import TerminalRenderer
 from kimi_cli.frontends.terminal.status import SessionStatus

@@ -20,9 +20,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.agent.events import Notice
 from kimi_cli.agent.guard import LoopGuard
-from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.approval.engine import Approver
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.frontends.attachments import IMAGE_SUFFIXES, build_user_message

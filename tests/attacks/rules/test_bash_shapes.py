@@ -106,7 +106,9 @@ def test_ordinary_git_commands_still_read_as_before(command: str, kind: str) -> 
 def run_headless(ws: Path, tmp_path: Path, command: str) -> tuple[str, bool]:
     private_tmp = tmp_path / "private-tmp"
     private_tmp.mkdir(exist_ok=True)
-    shell = Shell(NoSandbox(build_policy(ws, private_tmp), 30_000), approver=Approver.unattended(Rules.parse(["ls"]), yolo=False))
+    shell = Shell(
+        NoSandbox(build_policy(ws, private_tmp), 30_000), approver=Approver.unattended(Rules.parse(["ls"]), yolo=False)
+    )
     params = Shell.Params.model_validate({"command": command})
     try:
         result = asyncio.run(shell.run(params, ToolContext(workspace=Workspace(ws))))

@@ -1,4 +1,4 @@
-"""`kimi pack`, `kimi undo`, `kimi prompt`, `kimi login` and `kimi sessions` as Typer commands.
+"""`kimi pack`, `kimi undo`, `kimi prompt`, `kimi login`, `kimi sessions` and `kimi export` as Typer commands.
 
 One help style for every command: these are declared here with Typer, so `kimi pack --help` looks like
 every other `--help`. `pack` and `undo` are also timed, so kimi_cli/entry.py runs them without importing
@@ -192,21 +192,36 @@ def register(app: typer.Typer, only: str | None = None) -> None:
         raise typer.Exit(run_login(provider, base_url, model, api_key_stdin, check=not no_check))
 
     @command("sessions")
-    def sessions_command(workdir: Workdir = None) -> None:
+    def sessions_command(
+        workdir: Workdir = None,
+        show_all: Annotated[bool, typer.Option("--all", help="List failed runs too (marked ✗).")] = False,
+        prune: Annotated[bool, typer.Option("--prune", help="Remove sessions not touched for a while.")] = False,
+        older_than: Annotated[
+            float, typer.Option("--older-than", help="With --prune: idle this many days (default 30).", metavar="DAYS")
+        ] = 30.0,
+        open_id: Annotated[
+            str | None,
+            typer.Option("--open", help="Write the session's HTML page and open it in a browser.", metavar="ID"),
+        ] = None,
+    ) -> None:
         """List this workspace's sessions, newest first: steps, tokens and status of each (ids work with -r)."""
-        import time
+        from kimi_cli.cli.export import run_sessions
 
-        from kimi_cli.frontends.terminal.status import short_tokens
-        from kimi_cli.session.store import list_sessions
-        from kimi_cli.util.sanitize import visible
+        raise typer.Exit(run_sessions(workdir, show_all, prune, older_than, open_id))
 
-        infos = list_sessions((workdir or Path.cwd()).resolve())
-        if not infos:
-            typer.echo("no sessions in this workspace yet")
-            return
-        for info in infos:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
-            steps = f"{info.steps} step{'s' if info.steps != 1 else ''}"
-            tokens = f"{short_tokens(info.tokens)} tokens"
-            line = f"{info.id}  {when}  {info.status:<12} {steps:>10}  {tokens:>13}  {info.title}"
-            typer.echo(visible(line[:200], one_line=True))
+    @command("export")
+    def export_command(
+        session: Annotated[
+            str | None,
+            typer.Argument(
+                help="Session id or its start (default: the latest here).", show_default=False, metavar="ID"
+            ),
+        ] = None,
+        fmt: Annotated[str, typer.Option("--format", "-f", help="md | json | html.", metavar="FORMAT")] = "md",
+        output: Output = None,
+        workdir: Workdir = None,
+    ) -> None:
+        """Export a session as Markdown, JSON or a self-contained HTML page with plots; secrets redacted."""
+        from kimi_cli.cli.export import run_export
+
+        raise typer.Exit(run_export(session, fmt, output, workdir))

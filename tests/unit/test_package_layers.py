@@ -84,3 +84,45 @@ def test_the_known_upward_imports_are_still_there() -> None:
         if name.startswith("kimi_cli.")
     }
     assert KNOWN - present == set()
+
+
+def test_no_module_of_these_packages_re_exports_a_name() -> None:
+    """One name, one import path: what a module's __all__ lists is defined there, never imported (host.py used
+    to re-export repo_guard's names, policy.py env's SANE_PATH)."""
+    imported = []
+    for package in MAY_IMPORT:
+        for path in modules(package):
+            tree = ast.parse(path.read_text(), str(path))
+            listed: list[str] = []
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                    listed = [elt.value for elt in getattr(node.value, "elts", []) if isinstance(elt, ast.Constant)]
+            names = {
+                alias.asname or alias.name.split(".")[0]
+                for node in tree.body
+                if isinstance(node, ast.Import | ast.ImportFrom)
+                for alias in node.names
+            }
+            imported += [f"{path.relative_to(ROOT_DIR)}: {name}" for name in listed if name in names]
+    assert imported == []
+
+
+SPAWNS = {"run", "Popen", "check_output", "check_call", "call", "create_subprocess_exec"}
+
+
+def test_git_runs_on_the_host_only_through_host_git() -> None:
+    """Every git kimi starts on the host goes through kimi_cli/hostsafe/git/host.py (spawn, or SafeGit): no
+    other module starts a program whose argv begins with "git"."""
+    found = []
+    for top in (PACKAGE, ROOT_DIR / "tools"):
+        for path in sorted(top.rglob("*.py")):
+            if "hostsafe/git" in path.as_posix():
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") in SPAWNS and node.args):
+                    continue
+                first = node.args[0]
+                head = first.elts[0] if isinstance(first, ast.List | ast.Tuple) and first.elts else first
+                if isinstance(head, ast.Constant) and str(head.value).split()[:1] == ["git"]:
+                    found.append(f"{path.relative_to(ROOT_DIR)}:{node.lineno}")
+    assert found == []

@@ -330,9 +330,10 @@ def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> E
             f"or set providers.{config.provider}.base_url in ~/.kimi/config.toml"
         )
     model = config.model or profile.model or (_served_engine_model() if config.provider == "local" else None)
-    key = config.api_key.get_secret_value() if config.api_key else ""
-    if not key:
-        key = next((env[v] for v in key_variables(provider) if env.get(v)), "")
+    # flags > env > project > user: an exported key beats `api_key` in any config file (DESIGN.md's order)
+    key = next((env[v] for v in key_variables(provider) if env.get(v)), "")
+    if not key and config.api_key:
+        key = config.api_key.get_secret_value()
     if not key and config.provider in KEY_REQUIRED:
         raise ConfigError(
             f"no API key for provider '{config.provider}': run `kimi login` to set one up, or export one of "

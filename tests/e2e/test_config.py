@@ -9,7 +9,8 @@ import pytest
 from kimi_cli.config import load_config, resolve_endpoint
 from kimi_cli.errors import ConfigError
 
-from support import run_kimi
+from scripted_server import ScriptedModelServer
+from support import run_kimi, trust_folder
 
 
 def test_layers_apply_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,3 +81,26 @@ def test_cli_bad_config_exits_2_with_the_message(repo: Path, env: dict) -> None:
 def test_cli_missing_key_exits_2(repo: Path, env: dict) -> None:
     proc = run_kimi(["-p", "x"], repo, env)
     assert proc.returncode == 2 and "KIMI_API_KEY" in proc.stderr
+
+
+def test_an_exported_key_beats_api_key_in_every_config_file(
+    repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    """flags > env > project > user (DESIGN.md): the key a request carries is the exported one while any is."""
+    user = home / ".kimi" / "config.toml"
+    user.write_text('api_key = "sk-user-file-key-0123456789"\n' + user.read_text())
+    (repo / ".kimi").mkdir()
+    (repo / ".kimi" / "config.toml").write_text('api_key = "sk-folder-file-key-0123456789"\n')
+    trust_folder(repo, home)
+    sent = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url}  # run_kimi(server=) exports a key
+    server.add({"text": "ok"})
+    proc = run_kimi(["-p", "hi"], repo, {**sent, "OPENAI_API_KEY": "sk-exported-key-0123456789"})
+    assert proc.returncode == 0, proc.stderr
+    assert server.headers[-1]["authorization"] == "Bearer sk-exported-key-0123456789"
+    server.add({"text": "ok"})  # nothing exported: the trusted folder's file, over the user's
+    assert run_kimi(["-p", "hi"], repo, sent).returncode == 0
+    assert server.headers[-1]["authorization"] == "Bearer sk-folder-file-key-0123456789"
+    (repo / ".kimi" / "config.toml").unlink()
+    server.add({"text": "ok"})
+    assert run_kimi(["-p", "hi"], repo, sent).returncode == 0
+    assert server.headers[-1]["authorization"] == "Bearer sk-user-file-key-0123456789"

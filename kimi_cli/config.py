@@ -144,6 +144,26 @@ class ImageSettings(_Strict):
     long_edge: int | None = Field(default=None, ge=64, le=16384)  # None: the model table's bound
 
 
+class LspServerSettings(_Strict):
+    """One language server (kimi_cli.extensions.lsp.servers): a built-in one changed, or one of the user's own."""
+
+    command: list[str] = Field(default_factory=list)  # argv; empty: the built-in server's own program
+    languages: list[str] = Field(default_factory=list)  # empty: the built-in server's languages
+    enabled: bool = True
+
+
+class LspSettings(_Strict):
+    """Language servers: diagnostics after edits, and the Diagnostics, Definition and References tools."""
+
+    enabled: bool = True
+    timeout: float = Field(default=2.0, gt=0, le=30)  # seconds an edit waits for its diagnostics
+    start_timeout: float = Field(default=10.0, gt=0, le=60)  # the same, when the edit has to start the server
+    max_lines: int = Field(default=20, ge=1, le=200)  # diagnostics lines appended to an edit's result
+    # language -> server names, each run when found (python = ["pyright", "ruff"]); [] turns a language off
+    languages: dict[str, list[str]] = Field(default_factory=dict)
+    servers: dict[str, LspServerSettings] = Field(default_factory=dict)
+
+
 HOOK_EVENTS = (
     "PreToolUse",
     "PostToolUse",
@@ -212,6 +232,7 @@ class Config(_Strict):
     models: dict[str, ModelOverride] = Field(default_factory=dict)
     images: ImageSettings = Field(default_factory=ImageSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    lsp: LspSettings = Field(default_factory=LspSettings)
     hooks: HooksTable = Field(
         default_factory=dict
     )  # [[hooks.EVENT]]: read per file by kimi_cli.extensions.hooks.config

@@ -96,9 +96,11 @@ def _file_asks(project: ProjectSettings) -> list[tuple[str, Any, str]]:
     from kimi_cli.extensions.custom_commands.loader import widenings as commands
     from kimi_cli.extensions.hooks.claude import widenings as claude_hooks
     from kimi_cli.extensions.hooks.pins import widenings as hook_scripts
+    from kimi_cli.extensions.lsp.project import widenings as language_servers
     from kimi_cli.extensions.mcp.host_launch import widenings as server_files
 
-    return [ask for source in (hook_scripts, claude_hooks, commands, server_files) for ask in source(project)]
+    sources = (hook_scripts, claude_hooks, commands, server_files, language_servers)
+    return [ask for source in sources for ask in source(project)]
 
 
 def _read_config(project: ProjectSettings) -> None:

@@ -54,6 +54,11 @@ WIDENING: dict[str, Any] = {
     "telemetry.otlp_endpoint": "any",  # the session's spans and metrics would go to the folder's collector
     "telemetry.otlp_headers": "nonempty",
     "telemetry.log_prompts": "true",  # prompts, answers and tool output in the spans
+    "lsp.enabled": "limit",  # a switch: the folder may turn the language servers off, not back on
+    "lsp.languages": "nonempty",  # which servers run for a language
+    "lsp.servers.*.command": "nonempty",  # a program kimi starts (in the sandbox; on the host with --sandbox none)
+    "lsp.servers.*.languages": "nonempty",
+    "lsp.servers.*.enabled": "limit",
 }
 # A limit whose values are words: their order, tightest first.
 LIMIT_ORDER: dict[str, tuple[str, ...]] = {"approval.policy": ("never", "ask", "auto")}
@@ -69,6 +74,7 @@ NARROWING: tuple[str, ...] = (
     "web.fetch_timeout",  # capped at 600 s
     "pricing.input", "pricing.cached_input", "pricing.output",  # what kimi shows a session costs
     "models.*.name", "models.*.aliases", "models.*.context_window", "models.*.image_input", "models.*.reasoning",
+    "lsp.timeout", "lsp.start_timeout", "lsp.max_lines",  # capped by the config model (30 s, 60 s, 200 lines)
     "models.*.effort_levels", "models.*.thinking_can_disable", "models.*.price_input", "models.*.price_cached_input",
     "models.*.price_output", "models.*.price_source", "models.*.max_tools", "models.*.image_patch",
 )  # fmt: skip
@@ -104,6 +110,11 @@ WHAT = {
     "telemetry.otlp_endpoint": "send the session's telemetry to {host} ({value})",
     "telemetry.otlp_headers": "send telemetry with its own headers {value}",
     "telemetry.log_prompts": "put your prompts, answers and tool output in telemetry",
+    "lsp.enabled": "turn the language servers back on",
+    "lsp.languages": "choose the language servers kimi starts: {value}",
+    "lsp.servers.*.command": "start its own language server {value}",
+    "lsp.servers.*.languages": "start language servers for other languages: {value}",
+    "lsp.servers.*.enabled": "turn a language server back on",
 }
 # Each ask's danger, for the questions that list them most dangerous first (kimi_cli.frontends.questions):
 # 0 runs programs on the host or turns the sandbox off; 1 sends your key or secrets elsewhere, or picks what
@@ -112,7 +123,7 @@ WHAT = {
 # part of Widening.key before ":"). tests/attacks/trust/test_trust_table.py checks that every one is ranked.
 DANGER: dict[str, int] = {
     # the folder's files
-    "mcp": 0, "hooks.scripts": 0, "claude.hooks": 0, "commands": 2,
+    "mcp": 0, "hooks.scripts": 0, "claude.hooks": 0, "commands": 2, "lsp": 2,  # lsp: a project's server, sandboxed
     # its settings
     "mcp_config": 0, "hooks": 0, "git.allow_hooks": 0, "sandbox.mode": 0,
     "base_url": 1, "provider": 1, "api_key": 1, "providers": 1, "sandbox.env_allow": 1,
@@ -123,6 +134,8 @@ DANGER: dict[str, int] = {
     "subagents": 3, "sandbox.docker_memory": 3, "sandbox.docker_pids_limit": 3, "shell.output_cap": 3,
     "shell.max_background_tasks": 3, "context.max_file_bytes": 3, "checkpoints.max_file_bytes": 3,
     "images.long_edge": 3, "models.*.image_long_edge": 3, "models.*.max_request_bytes": 3,
+    "lsp.servers.*.command": 1, "lsp.languages": 2, "lsp.servers.*.languages": 2, "lsp.enabled": 3,
+    "lsp.servers.*.enabled": 3,
 }  # fmt: skip
 UNRANKED = 1  # what nothing above names (the test says so): with the endpoints, never last
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)  # Docker's "512m", "4g"

@@ -66,7 +66,7 @@ def test_every_name_in_the_trust_table_is_a_setting() -> None:
 
 
 # What a folder's files (not its settings) ask for, by the kind before ":" in Widening.key.
-FILE_KINDS = {"mcp", "hooks.scripts", "claude.hooks", "commands"}
+FILE_KINDS = {"mcp", "hooks.scripts", "claude.hooks", "commands", "lsp"}
 
 
 def test_every_widening_setting_has_a_danger_and_the_ranking_names_nothing_else() -> None:
@@ -93,6 +93,9 @@ def test_every_ask_a_folder_can_make_is_ranked(tmp_path: Path, kimi_home: Path) 
     (tmp_path / ".claude").mkdir()
     claude = '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo stop"}]}]}}'
     (tmp_path / ".claude" / "settings.json").write_text(claude)
+    (tmp_path / "node_modules" / ".bin").mkdir(parents=True)  # a project's own language server
+    (tmp_path / "node_modules" / ".bin" / "typescript-language-server").write_text("#!/bin/sh\n")
+    (tmp_path / "node_modules" / ".bin" / "typescript-language-server").chmod(0o755)
     keys = [ask.key for ask in trust.assess(tmp_path).asks]
     kinds = {trust_rules.ranked_as(key) for key in keys}
     assert None not in kinds, [key for key in keys if trust_rules.ranked_as(key) is None]

@@ -177,6 +177,32 @@ def main_command(
         str | None,
         typer.Option("--branch", help="Create (or reuse) this git branch and switch to it first.", metavar="NAME"),
     ] = None,
+    worktree: Annotated[
+        str | None,
+        typer.Option(
+            "--worktree",
+            help="Run the session in a new git worktree of this repository, on branch kimi/NAME (NAME optional); "
+            "the main checkout stays as it is. kimi worktree list|merge|remove manage them.",
+            metavar="[NAME]",
+        ),
+    ] = None,
+    attempts: Annotated[
+        int | None,
+        typer.Option(
+            "--attempts",
+            help="With -p and --check: N attempts at once, each in its own worktree; the passing one with the "
+            "smallest change is merged, the others stay as branches.",
+            metavar="N",
+        ),
+    ] = None,
+    check: Annotated[
+        str | None,
+        typer.Option(
+            "--check",
+            help="With -p: run this command in the sandbox when the agent ends; its result is reported.",
+            metavar="COMMAND",
+        ),
+    ] = None,
     no_pack: Annotated[
         bool, typer.Option("--no-pack", help="Do not pack the repository into the context at start.")
     ] = False,
@@ -237,11 +263,17 @@ def main_command(
     visual = _visual(visual_check, visual_target, visual_size, root, prompt is not None)
     if fork is not None:
         resume, continue_ = _fork(root, fork), False
+    if attempts is not None:
+        raise typer.Exit(_attempts(root, prompt, attempts, check, output_format, max_tokens, worktree))
+    tree = _worktree(root, worktree) if worktree is not None else None
+    if tree is not None:
+        root = tree.path
     if prompt is None:
         from kimi_cli.agent.bootstrap import SessionChoice
         from kimi_cli.frontends.terminal.session import run_interactive
 
-        raise typer.Exit(run_interactive(root, flags, SessionChoice("interactive", continue_, resume)))
+        code = run_interactive(root, flags, SessionChoice("interactive", continue_, resume))
+        raise typer.Exit(_left_worktree(tree, code))
     opts = RunOptions(
         prompt=prompt,
         workdir=root,
@@ -253,8 +285,54 @@ def main_command(
         config_flags=flags,
         output_schema=str(output_schema) if output_schema is not None else None,
         visual=visual,
+        check=check,
     )
-    raise typer.Exit(run_headless(opts))
+    raise typer.Exit(_left_worktree(tree, run_headless(opts)))
+
+
+def _attempts(root: Path, prompt: str | None, n: int, check: str | None, output_format: str,
+              max_tokens: int | None, worktree: str | None) -> int:  # fmt: skip
+    """--attempts N (kimi_cli.frontends.headless.attempts), its flags checked first."""
+    from kimi_cli.frontends.headless.attempts import MAX_ATTEMPTS, run_attempts_headless
+
+    if prompt is None:
+        _usage("--attempts needs a headless run: -p TASK")
+    if check is None:
+        _usage("--attempts needs --check COMMAND: it says which attempt passed")
+    if not 1 <= n <= MAX_ATTEMPTS:
+        _usage(f"--attempts must be between 1 and {MAX_ATTEMPTS}")
+    if worktree is not None:
+        _usage("--attempts makes a worktree per attempt: leave out --worktree")
+    assert prompt is not None and check is not None
+    return run_attempts_headless(root, prompt, n, check, sys.argv[1:], output_format, max_tokens)
+
+
+def _worktree(root: Path, name: str) -> Any:
+    """--worktree [NAME]: the worktree (made now, or the existing one of that name) the session runs in."""
+    from kimi_cli.errors import KimiError
+    from kimi_cli.worktrees.trees import create
+
+    try:
+        tree = create(root, None if name == AUTO_NAME else name)
+    except KimiError as exc:
+        _usage(str(exc))
+        raise
+    typer.echo(f"kimi: in worktree {tree.path} (branch {tree.branch})", err=True)
+    return tree
+
+
+def _left_worktree(tree: Any, code: int) -> int:
+    """The line a session in a worktree ends with: its branch, commits, and how to merge or remove it."""
+    if tree is not None:
+        from kimi_cli.errors import KimiError
+        from kimi_cli.util.sanitize import visible
+        from kimi_cli.worktrees.trees import exit_line
+
+        try:
+            typer.echo(f"kimi: {visible(exit_line(tree.path, tree))}", err=True)
+        except KimiError as exc:
+            typer.echo(f"kimi: worktree {tree.name}: {visible(str(exc))}", err=True)
+    return code
 
 
 def _visual(target: str | None, ssim: float | None, size: str | None, root: Path, headless: bool) -> Any:
@@ -409,10 +487,12 @@ def trust_command(
 
 def _add_subapps() -> None:
     from kimi_cli.cli.mcp import mcp_app
+    from kimi_cli.cli.worktree import worktree_app
     from kimi_cli.engine.cli import engine_app
 
     app.add_typer(engine_app, name="engine")
     app.add_typer(mcp_app, name="mcp")
+    app.add_typer(worktree_app, name="worktree")
 
 
 _add_subapps()
@@ -430,6 +510,7 @@ _summaries(app)
 
 
 PICK = "@pick"  # `-r` with no id: the interactive session shows a picker
+AUTO_NAME = "@auto"  # `--worktree` with no name: one is made up
 
 
 def _argv(argv: list[str]) -> list[str]:
@@ -438,6 +519,8 @@ def _argv(argv: list[str]) -> list[str]:
     for index in range(len(out) - 1, -1, -1):
         if out[index] in ("-r", "--resume") and (index == len(out) - 1 or out[index + 1].startswith("-")):
             out.insert(index + 1, PICK)
+        elif out[index] == "--worktree" and (index == len(out) - 1 or out[index + 1].startswith("-")):
+            out.insert(index + 1, AUTO_NAME)
     return out
 
 

@@ -152,3 +152,22 @@ def test_json_result_names_what_the_sandbox_removed_from_a_repository_a_command_
     assert result["git_settings_removed"] == [{"repository": ".git", "setting": "core.fsmonitor", "value": "touch X"}]
     with pytest.raises(jsonschema.ValidationError):
         validate({**result, "git_settings_removed": [{"repository": ".git"}]}, "result")
+
+
+def test_check_and_attempts_results_match_the_schema(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    """`check` (--check) on a single run, and `attempts`/`chosen`/`merged` (--attempts N), as the schema says."""
+    server.add({"match": "once", "text": "nothing to do"})
+    proc = run_kimi(["-p", "once", "--check", "test -f calc.py", "--output-format", "json"], repo, env, server)
+    single = one_object(proc.stdout)
+    validate(single, "result")
+    assert single["check"] == {"command": "test -f calc.py", "exit_code": 0, "passed": True, "output_tail": ""}
+    for k in (1, 2):
+        server.add({"match": f"attempt {k} of 2", "text": "nothing to do"})
+    args = ["-p", "twice", "--attempts", "2", "--check", "test -f calc.py", "--output-format", "json"]
+    proc = run_kimi(args, repo, env, server, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = one_object(proc.stdout)
+    validate(result, "result")
+    assert len(result["attempts"]) == 2 and result["chosen"] == 1
+    with pytest.raises(jsonschema.ValidationError):
+        validate({**result, "attempts": [{"index": 1}]}, "result")

@@ -49,6 +49,7 @@ class RunOptions:
     config_flags: dict[str, Any] = field(default_factory=dict)
     output_schema: str | None = None  # --output-schema FILE (kimi_cli.frontends.headless.output_schema)
     visual: Any = None  # --visual-check (kimi_cli.frontends.headless.visual.VisualOptions)
+    check: str | None = None  # --check CMD (kimi_cli.frontends.headless.flow)
 
 
 def error_type(exc: KimiError) -> str:
@@ -156,7 +157,8 @@ def run_headless(opts: RunOptions) -> int:
     renderer.init(init_info(runtime, agent, opts))
     run_started = time.perf_counter()
     preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []
-    flow = HeadlessFlow(runtime, prompt, opts.images, schema, visual=visual)  # /name, --output-schema, --visual-check
+    # /name, --output-schema, --visual-check, --check
+    flow = HeadlessFlow(runtime, prompt, opts.images, schema, visual=visual, check=opts.check)
     outcome = run_until_done(agent, user_message, runtime, preamble, flow.run)
     outcome.message = provider.redact(outcome.message)
     usage = agent.usage.as_dict()

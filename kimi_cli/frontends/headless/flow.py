@@ -14,6 +14,8 @@ from kimi_cli.errors import ExitCode
 from kimi_cli.frontends.headless.output_schema import OutputSchema
 from kimi_cli.llm.types import Message
 
+CHECK_TIMEOUT = 600  # seconds for --check's command
+
 
 @dataclass
 class HeadlessFlow:
@@ -24,6 +26,8 @@ class HeadlessFlow:
     structured: Any = None  # the validated value (--output-schema)
     command: str = ""  # the custom command the prompt named
     visual: Any = None  # --visual-check (kimi_cli.frontends.headless.visual.VisualCheck)
+    check: str | None = None  # --check CMD: run in the session's sandbox once the agent ends (an attempt's verdict)
+    checked: Any = None  # its kimi_cli.worktrees.attempts.CheckResult
 
     async def run(self, agent: Agent, message: Message, preamble: list[Message]) -> RunOutcome:
         message, scope = await self._expand(agent, message)
@@ -35,6 +39,8 @@ class HeadlessFlow:
                 outcome = await self.visual.finish(agent, outcome)
             if self.schema is not None and outcome.reason == "done":
                 outcome = await self._check(agent, outcome)
+            if self.check is not None:
+                self.checked = await self._run_check(self.check)
             return outcome
         finally:
             if scope is not None:
@@ -87,6 +93,13 @@ class HeadlessFlow:
         self.structured = value
         return outcome
 
+    async def _run_check(self, command: str) -> Any:
+        """The check command in this session's sandbox: the workspace's own code runs only in there."""
+        from kimi_cli.worktrees.attempts import CheckResult
+
+        result = await self.runtime.sandbox.run(command, CHECK_TIMEOUT)
+        return CheckResult(command, None if result.timed_out else result.exit_code, result.output[-2000:])
+
     def result_fields(self) -> dict[str, Any]:
         """Extra fields of the headless result object."""
         out: dict[str, Any] = {"mode": self.runtime.mode.current}
@@ -96,4 +109,6 @@ class HeadlessFlow:
             out["command"] = self.command
         if self.visual is not None:
             out["visual_check"] = self.visual.result_fields()
+        if self.check is not None:
+            out["check"] = self.checked.as_dict() if self.checked is not None else None
         return out

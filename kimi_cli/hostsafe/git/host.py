@@ -276,12 +276,14 @@ def run_git(
     input: bytes | None = None,
     timeout: float | None = 120,
     env_paths: Mapping[str, str] | None = None,
+    also_writable: Sequence[Path | str] = (),
 ) -> subprocess.CompletedProcess[bytes]:
     """Run one git command on the host the safe way (bytes out; callers decode). UnsafeRepository when the
-    repository's folders are no longer the ones open_repo checked."""
+    repository's folders are no longer the ones open_repo checked. `also_writable`: folders beyond the
+    repository's own that this one call writes (a new linked worktree's checkout)."""
     with git_pin.pinned(location) if location is not None else contextlib.nullcontext() as pinned:
         env = repo_env(location, extra, pinned, **dict(env_paths or {}))
-        writable: list[Path | str] = [cwd]
+        writable: list[Path | str] = [cwd, *also_writable]
         if location is not None:
             writable.append(location.work_tree)
         for key in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE"):

@@ -208,6 +208,18 @@ def remember_session_start(workspace: Path) -> SessionBaseline:
     return baseline
 
 
+def note_own_worktree(workspace: Path, name: str, target: Path) -> None:
+    """Take a linked worktree kimi itself just added (kimi_cli.worktrees) into the session's baseline, so that
+    open_repo does not refuse the repository for a link kimi made; a link a command planted stays refused."""
+    known = baseline(workspace)
+    location = find_repo(workspace.resolve(), workspace.resolve())
+    if location is None:
+        return
+    link = f"worktree {name} -> {target.resolve()}"
+    if link in location.links:
+        known.links = known.links | {link}
+
+
 def program_settings(location: RepoLocation) -> frozenset[str]:
     """The repository's own settings (local and worktree config, includes followed) that name a program."""
     from kimi_cli.hostsafe.git.host import HARDENING, base_env, config_parameters, spawn

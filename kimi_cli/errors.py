@@ -33,6 +33,10 @@ class ConfigError(KimiError):
     exit_code = ExitCode.USAGE
 
 
+class AuthError(ConfigError):
+    """The model server refused the API key (HTTP 401/403): the key is what to fix, not the request."""
+
+
 class ProviderUnavailable(KimiError):
     """The model endpoint could not be reached, or kept failing, after all retries."""
 

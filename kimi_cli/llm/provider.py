@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kimi_cli.config import Endpoint, RetrySettings
-from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
+from kimi_cli.errors import AuthError, ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.llm.assemble import ChunkAssembler, StreamCallbacks
 from kimi_cli.llm.failures import ContextOverflow, Failure, HTTPFailure, classify
 from kimi_cli.llm.models import ModelInfo, lookup, reasoning_fields
@@ -267,7 +267,7 @@ class ChatProvider:
 
         key_vars = named(self.endpoint.provider)
         if failure.kind == "auth":
-            return ConfigError(f"{url} refused the API key ({last}). Check {key_vars} or api_key in the config.")
+            return AuthError(f"{url} refused the API key ({last}). Check {key_vars} or api_key in the config.")
         if failure.kind == "not_found":
             return ConfigError(
                 f"{url} answered 404 ({last}). Check the base URL (it usually ends in /v1) and the model name "

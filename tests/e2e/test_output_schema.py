@@ -4,12 +4,14 @@ validation errors, then exit 1 with them; the result object carries the parsed v
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from pathlib import Path
 
 import jsonschema
 
 from scripted_server import ScriptedModelServer
-from support import ROOT_DIR, run_kimi
+from support import ROOT_DIR, TEST_KEY, kimi_executable, run_kimi
 
 SCHEMA = {
     "type": "object",
@@ -73,3 +75,33 @@ def test_a_broken_schema_is_a_usage_error_before_any_request(
     assert proc.returncode == 2 and "not a valid JSON Schema" in proc.stderr and not server.requests
     proc = run_kimi(["-p", "x", "--output-schema", str(tmp_path / "missing.json")], repo, env, server)
     assert proc.returncode == 2 and "cannot read it" in proc.stderr
+
+
+def test_text_mode_prints_exactly_the_validated_json_for_a_pipe(
+    repo: Path, env: dict, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """`kimi -p ... --output-schema s.json | python3 -m json.tool` succeeds: stdout is the value alone, without
+    the model's fence or prose, whatever the answer wrapped it in."""
+    server.add({"text": 'Here it is:\n```json\n{"files": 2, "names": ["calc.py", "README.md"]}\n```'})
+    kimi = " ".join(shlex.quote(part) for part in kimi_executable())
+    line = (
+        f"{kimi} -p 'list the files' --output-schema {shlex.quote(str(schema_file(tmp_path)))} | python3 -m json.tool"
+    )
+    full = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=repo, env=full, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"files": 2, "names": ["calc.py", "README.md"]}
+    server.add({"text": '```json\n{"files": 1, "names": ["é\\u202e"]}\n```'})
+    plain = run_kimi(["-p", "list", "--output-schema", str(schema_file(tmp_path))], repo, env, server)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == '{"files": 1, "names": ["é\\u202e"]}\n'  # one line, exact JSON, inert on a terminal
+
+
+def test_text_mode_prints_nothing_on_stdout_when_the_answer_never_validates(
+    repo: Path, env: dict, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    server.add({"text": "two files"}, {"text": '{"files": "two", "names": []}'})
+    proc = run_kimi(["-p", "list", "--output-schema", str(schema_file(tmp_path))], repo, env, server)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "schema_mismatch" in proc.stderr and "at $.files" in proc.stderr

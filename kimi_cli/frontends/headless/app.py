@@ -18,7 +18,7 @@ from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.agent.events import Finished
 from kimi_cli.agent.loop import Agent, RunOutcome
 from kimi_cli.approval.engine import Approver
-from kimi_cli.errors import ConfigError, ExitCode, KimiError, ProviderUnavailable
+from kimi_cli.errors import AuthError, ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.frontends.attachments import build_user_message, check_attachments
 from kimi_cli.frontends.headless.flow import HeadlessFlow
 from kimi_cli.frontends.headless.output import HeadlessRenderer, OutputFormat
@@ -29,10 +29,21 @@ from kimi_cli.util.sanitize import visible
 from kimi_cli.util.signals import CancelOnSignal
 
 RESUME_PROMPT = "Continue the task from where you left off."
+# A run's end -> its `error.type`. An exception (before the run or during it) is typed by error_type().
 ERROR_TYPES = {"done": None, "max_steps": "budget", "token_budget": "budget", "loop_detected": "loop_detected",
                "cancelled": "cancelled", "provider_unavailable": "provider_unavailable", "error": "error",
                "schema_mismatch": "schema_mismatch", "blocked": "blocked",
                "visual_target_missed": "visual_target_missed"}  # fmt: skip
+# Every `error.type` a result can carry: headless.schema.json's enum (a test checks the two agree and that
+# a real run ends with each).
+ERROR_TYPE_NAMES = ("usage", "config", "auth", *dict.fromkeys(t for t in ERROR_TYPES.values() if t))
+
+
+@dataclass
+class FailedOutcome(RunOutcome):
+    """A run an exception ended: the outcome, with the exception's error type (auth, config, ...)."""
+
+    error_type: str = "error"
 
 
 @dataclass
@@ -53,14 +64,17 @@ class RunOptions:
 
 
 def error_type(exc: KimiError) -> str:
-    """The `error.type` of a result: what kind of thing went wrong, for scripts to branch on."""
+    """The `error.type` of a result: what kind of thing went wrong, for scripts to branch on. The same
+    whether it happened before the run or during it (a key refused at the first request is `auth` too)."""
     if isinstance(exc, ProviderUnavailable):
         return "provider_unavailable"
+    if isinstance(exc, AuthError):
+        return "auth"  # 401/403: the key
     if isinstance(exc, ConfigError):
-        return "config"
+        return "config"  # a file, flag or variable to fix; a 404 (URL, model) or 400 during the run too
     if exc.exit_code == ExitCode.USAGE:
         return "usage"
-    return type(exc).__name__.removesuffix("Error").lower() or "error"
+    return "error"
 
 
 def result_object(
@@ -195,7 +209,7 @@ def run_headless(opts: RunOptions) -> int:
             sys.stderr.write(f"kimi: warning: {visible(warning)}\n")
         for item in removed:
             sys.stderr.write(f"kimi: removed from a repository a command made: {visible(item.text())}\n")
-    error = ERROR_TYPES.get(outcome.reason, "error")
+    error = outcome.error_type if isinstance(outcome, FailedOutcome) else ERROR_TYPES.get(outcome.reason, "error")
     renderer.result(
         result_object(outcome.reason, int(outcome.exit_code), message=outcome.message, error=error,
                       session_id=runtime.session.id, text=outcome.text, steps=outcome.steps, usage=usage, extra=extra)
@@ -285,7 +299,7 @@ def run_until_done(
         return RunOutcome("cancelled", ExitCode.CANCELLED, "", agent.steps, "cancelled; the session is saved")
     except KimiError as exc:
         reason = "provider_unavailable" if exc.exit_code == ExitCode.PROVIDER_UNAVAILABLE else "error"
-        return RunOutcome(reason, exc.exit_code, "", agent.steps, str(exc))
+        return FailedOutcome(reason, exc.exit_code, "", agent.steps, str(exc), error_type=error_type(exc))
     finally:
         for on_signal in guard:
             on_signal.disarm()

@@ -1,6 +1,8 @@
 """Headless renderers: final text on stdout with progress on stderr, one JSON object, or JSON lines.
 
 The contract (docs/headless.md, schema in kimi_cli/frontends/headless/headless.schema.json):
+- `text` prints the final answer on stdout; with `--output-schema`, exactly the validated JSON value (one
+  line), and nothing when the answer did not validate.
 - `json` prints exactly one JSON object on stdout, whatever happens: the `result` (errors included).
 - `stream-json` prints one event per line: `init` first (once the session exists), the loop's events,
   and the same `result` object as `json` last. An error before the session exists is a lone `result`.
@@ -73,6 +75,9 @@ class HeadlessRenderer:
         self.printed_result = True
         if self.fmt in ("json", "stream-json"):
             self._line(result)
+        elif "structured_output" in result:  # --output-schema: the validated value alone, or nothing
+            if not result.get("is_error"):  # (null is a value a schema may allow)
+                self.out.write(dumps(result["structured_output"]) + "\n")
         elif result.get("text"):
             self.out.write(visible(str(result["text"])).rstrip("\n") + "\n")
         self.out.flush()

@@ -38,7 +38,10 @@ from support import (  # noqa: F401
 def home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     (home / ".kimi").mkdir(parents=True)
-    (home / ".kimi" / "config.toml").write_text("[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n")
+    # No language servers unless a test turns them on (tests/attacks/lsp writes its own config): a session that
+    # reads a .py file would otherwise start basedpyright in every e2e test of the suite.
+    settings = "[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n[lsp]\nenabled = false\n"
+    (home / ".kimi" / "config.toml").write_text(settings)
     return home
 
 

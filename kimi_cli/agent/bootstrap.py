@@ -35,10 +35,12 @@ if TYPE_CHECKING:
     from kimi_cli.agent.loop import Agent
     from kimi_cli.approval.engine import Approver
     from kimi_cli.extensions.hooks.session import HookSession
+    from kimi_cli.extensions.lsp.manager import LspManager
     from kimi_cli.extensions.skills.loader import Skill
     from kimi_cli.media.pipeline import ImageLimits
     from kimi_cli.telemetry import SessionTelemetry
     from kimi_cli.tools.background import TaskManager
+    from kimi_cli.tools.base import Tool
 
 
 @dataclass
@@ -71,6 +73,7 @@ class Runtime:
     context_source: str = ""
     providers: list[ChatProvider] = field(default_factory=list)
     mcp: McpManager | None = None
+    lsp: LspManager | None = None  # the language servers (kimi_cli.extensions.lsp), made with the first agent
     tasks: TaskManager | None = None
     model_info: ModelInfo | None = None  # the model table's entry in use (window from the server where it says)
     effort: str | None = None  # None until the first agent: then the configured effort or the mode's default
@@ -189,6 +192,19 @@ class Runtime:
 
         return make_agent(self, emit, approver, headless)
 
+    def language_tools(self) -> list[Tool[Any]]:
+        """The session's language servers, made on the first agent (nothing starts before a file is touched:
+        kimi_cli.extensions.lsp), and their tools."""
+        if self.lsp is None and self.config.lsp.enabled:
+            from kimi_cli.extensions.lsp.wiring import open_lsp
+
+            self.lsp = open_lsp(self.config.lsp, self.workdir, self.sandbox, self.private_tmp, self.folder_trust)
+        if self.lsp is None:
+            return []
+        from kimi_cli.extensions.lsp.wiring import lsp_tools
+
+        return lsp_tools(self.lsp)
+
     def trust_notice(self) -> str | None:
         """Once a session: what the untrusted folder asked for, and that it was ignored."""
         notice = self.folder_trust.notice() if self.folder_trust is not None else None
@@ -287,6 +303,9 @@ class Runtime:
                 await self.tasks.close()
         if self.mcp is not None:
             await asyncio.to_thread(self.mcp.close)
+        if self.lsp is not None:
+            with contextlib.suppress(Exception):
+                await self.lsp.aclose()
         for provider in self.providers:
             with contextlib.suppress(Exception):
                 await provider.aclose()

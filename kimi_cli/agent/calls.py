@@ -13,11 +13,12 @@ import contextvars
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from kimi_cli.agent.events import ErrorNotice, Event, ToolCall
 from kimi_cli.agent.gate import SessionGate
 from kimi_cli.agent.guard import LoopGuard
-from kimi_cli.tools.base import ToolContext, ToolResult
+from kimi_cli.tools.base import ToolContext, ToolFacts, ToolResult
 from kimi_cli.tools.registry import PreparedCall, ToolRegistry
 
 # The id of the call whose tool is running (each call runs in a task of its own): an approval is told with it.
@@ -61,6 +62,14 @@ def plan_batches(calls: list[PreparedCall]) -> list[list[int]]:
     return batches
 
 
+class CallObserver(Protocol):
+    """Sees each call that ran, by its facts, before its result goes on: the language servers open what a call
+    read and report what an edit changed (kimi_cli.extensions.lsp.manager). It may add to the result; it never
+    raises and never holds a read."""
+
+    async def after_call(self, facts: ToolFacts, result: ToolResult) -> None: ...
+
+
 class CallRunner:
     """Runs a turn's calls under the loop guard; reports each result through `on_result` in order."""
 
@@ -72,6 +81,7 @@ class CallRunner:
         emit: Callable[[Event], None],
         on_result: Callable[[CallOutcome], None],
         gate: SessionGate | None = None,
+        observer: CallObserver | None = None,
     ) -> None:
         self.registry = registry
         self.ctx = ctx
@@ -79,6 +89,7 @@ class CallRunner:
         self.emit = emit
         self.on_result = on_result
         self.gate = gate  # plan mode and PreToolUse/PostToolUse hooks
+        self.observer = observer
         self._limits: dict[str, asyncio.Semaphore] = {}
 
     async def _one(self, call: PreparedCall, concurrent: bool) -> CallOutcome:
@@ -93,6 +104,8 @@ class CallRunner:
                 result = await self.registry.run(run, self.ctx)
         else:
             result = await self.registry.run(run, self.ctx)
+        if self.observer is not None and run.error is None:  # before PostToolUse: hooks see the diagnostics too
+            await self.observer.after_call(run.facts, result)
         if self.gate is not None:
             result = await self.gate.after_call(run, result)
         return CallOutcome(call, result, (time.perf_counter() - began) * 1000)

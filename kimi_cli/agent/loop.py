@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kimi_cli.agent.calls import CallOutcome, CallRunner
+from kimi_cli.agent.calls import CallObserver, CallOutcome, CallRunner
 from kimi_cli.agent.events import (
     Compacted,
     Event,
@@ -144,6 +144,7 @@ class Agent:
         self.steps = 0
         self.tools_seconds = 0.0
         self.observers: list[Observer] = []  # every event, the unshown too (kimi_cli.telemetry)
+        self.call_observer: CallObserver | None = None  # sees each call that ran (the language servers)
 
     def emit(self, event: Event) -> None:
         if event.logged:
@@ -358,7 +359,7 @@ class Agent:
             answered.add(call.id)
             images.extend(result.images)
 
-        runner = CallRunner(self.registry, self.ctx, self.guard, self.emit, on_result, self.gate)
+        runner = CallRunner(self.registry, self.ctx, self.guard, self.emit, on_result, self.gate, self.call_observer)
         try:
             stop = await runner.run(calls)
         except asyncio.CancelledError:

@@ -105,6 +105,7 @@ def make_agent(
         taken = set(default_tools(builtin).names)
         extra_tools, notices, starting = mcp_tools(runtime.mcp, recorded, taken)
         builtin += extra_tools
+    builtin += runtime.language_tools()  # Diagnostics, Definition, References, when a server is installed
     deferred = _defer_mcp(runtime, builtin, notices)  # over the model's tool limit: MCP tools wait for SearchTools
     if config.subagents:
         from kimi_cli.agent.subagents.runner import SubagentRunner
@@ -137,6 +138,7 @@ def make_agent(
         gate=SessionGate(runtime.mode, runtime.hooks, hook_question, start_source=runtime.start_source),
     )
     recorded.emit = agent.emit
+    agent.call_observer = runtime.lsp  # diagnostics after edits; a read starts its language's servers
     if runtime.telemetry is not None:
         agent.observers.append(runtime.telemetry)
     if runtime.hooks is not None:

@@ -62,6 +62,12 @@ WIDENING: dict[str, Any] = {
 }
 # A limit whose values are words: their order, tightest first.
 LIMIT_ORDER: dict[str, tuple[str, ...]] = {"approval.policy": ("never", "ask", "auto")}
+# A limit where 0 means none at all (Docker's `--memory 0`): the loosest value, not the tightest.
+ZERO_IS_UNLIMITED: tuple[str, ...] = ("sandbox.docker_memory",)
+# Lists that narrow by what they name (a deny rule, a hidden path, a withheld variable): a folder's list joins
+# the one below it, never replaces it. The config layers replace lists, so `deny = []` in a folder's config
+# erased the user's own deny rules (and `hidden_paths = []` their hidden files), untrusted and unasked.
+JOINED: tuple[str, ...] = ("approval.deny", "sandbox.hidden_paths", "sandbox.env_deny")
 NARROWING: tuple[str, ...] = (
     "model", "max_steps", "max_output_tokens", "transport", "thinking", "max_tokens", "context_length", "effort",
     "grep_timeout",  # capped at 600 s by the config model
@@ -210,11 +216,13 @@ def magnitude(pattern: str, value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, int | float):
-        return float(value)
-    match = SIZE.match(value) if isinstance(value, str) else None
-    if match is None:
-        return None
-    return float(match.group(1)) * UNITS[match.group(2).lower()]
+        number = float(value)
+    else:
+        match = SIZE.match(value) if isinstance(value, str) else None
+        if match is None:
+            return None
+        number = float(match.group(1)) * UNITS[match.group(2).lower()]
+    return float("inf") if number == 0 and pattern in ZERO_IS_UNLIMITED else number
 
 
 def above(pattern: str, value: Any, bound: Any) -> bool:
@@ -247,8 +255,13 @@ def widening_settings(config: dict[str, Any]) -> list[tuple[str, str, Any]]:
 def project_layer(project: dict[str, Any], before: dict[str, Any], trusted: bool) -> dict[str, Any]:
     """What of a folder's parsed config applies. Its widening settings only when trusted; a limit that is no
     widening (not above kimi's default: the user was never asked about it) never loosens `before` (the layers
-    below: the user's config) or the default, trusted or not."""
+    below: the user's config) or the default, trusted or not; a JOINED list keeps what `before` names."""
     out = copy.deepcopy(project)
+    for pattern in JOINED:
+        for keys, value in found(out, pattern):
+            below = at(before, keys)
+            if isinstance(value, list) and isinstance(below, list):
+                at(out, keys[:-1])[keys[-1]] = [*below, *(v for v in value if v not in below)]
     for pattern, rule in WIDENING.items():
         for keys, value in found(out, pattern):
             parent = at(out, keys[:-1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("openai", "docker", "git", "httpx", "pydantic", "tree_sitter", "vllm")
+HEAVY = ("openai", "docker", "git", "httpx", "pydantic", "tree_sitter", "vllm", "lsprotocol", "kimi_cli.extensions.lsp")
 
 
 def test_help_imports_no_heavy_library() -> None:

@@ -141,7 +141,7 @@ def test_kimi_p_in_an_untrusted_folder_leaves_the_planted_server_alone(
     tmp_path: Path, env: dict[str, str], server: object, backend: str
 ) -> None:
     need("typescript-language-server")
-    env = {**env, "PATH": f"{NODE_BIN}:{env['PATH']}", "KIMI_LSP_DEV": "1"}
+    env = {**env, "PATH": f"{NODE_BIN}:{env['PATH']}"}
     result = _session(tmp_path, env, server, backend, trusted=False)
     assert "[TS2322]" in result, result  # the user's own server, from PATH
     assert not (tmp_path / "ws" / "planted-ran").exists()
@@ -153,7 +153,7 @@ def test_kimi_p_with_trust_runs_the_project_server_in_the_sandbox(
 ) -> None:
     with_node_servers()
     need("typescript-language-server")
-    env = {**env, "KIMI_LSP_DEV": "1", "PATH": "/usr/bin:/bin:" + str(Path(sys.executable).parent)}
+    env = {**env, "PATH": "/usr/bin:/bin:" + str(Path(sys.executable).parent)}
     result = _session(tmp_path, env, server, backend, trusted=True)
     assert "[TS2322]" in result, result
     assert (tmp_path / "ws" / "planted-ran").exists()

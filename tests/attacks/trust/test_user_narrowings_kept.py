@@ -1,0 +1,142 @@
+"""An untrusted folder can neither erase what the user's own config narrows nor lift a limit by writing 0.
+
+Settings that narrow (deny rules, hidden paths, withheld variables) apply untrusted: that is what NARROWING
+means. But the config layers replace lists, so a cloned repository's `.kimi/config.toml` with
+`[approval] deny = []`, `[sandbox] hidden_paths = []` or `env_deny = []` erased the user's own rules, hidden
+files and withheld variables, with no question: the model read the file the user had hidden and ran what the
+user had denied. And `docker_memory = "0"` passed as a tightening (0 < 4g), while Docker reads a memory limit
+of 0 as none at all. Now a folder's narrowing lists join the user's (kimi_cli.hostsafe.trust_rules.JOINED) and
+a 0 memory limit is the loosest value (ZERO_IS_UNLIMITED). Beside them: a folder's own deny rule and hidden path
+apply untrusted, a trusted folder's 0 applies, and a folder's tighter memory limit still applies under the
+user's own 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_fixtures import backends
+
+from kimi_cli.config import load_config
+from kimi_cli.hostsafe import trust
+
+from scripted_server import ScriptedModelServer
+from support import run_kimi, tool_call, tool_results
+
+SECRET = "the-users-hidden-note-5b1e"
+
+
+@pytest.fixture
+def kimi_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("KIMI_HOME", str(home / ".kimi"))
+    trust._DECIDED.clear()
+    yield home / ".kimi"
+    trust._DECIDED.clear()
+
+
+def users_config(home: Path, text: str) -> None:
+    config = home / ".kimi" / "config.toml"
+    config.write_text(config.read_text() + "\n" + text)
+
+
+def folder_config(folder: Path, text: str) -> None:
+    (folder / ".kimi").mkdir(exist_ok=True)
+    (folder / ".kimi" / "config.toml").write_text(text)
+
+
+USERS = (
+    '[approval]\ndeny = ["rm"]\n[sandbox]\nhidden_paths = ["~/notes"]\nenv_allow = ["*_TOKEN"]\n'
+    'env_deny = ["GH_TOKEN"]\n'
+)
+
+
+def test_an_untrusted_folders_empty_lists_erase_none_of_the_users_narrowings(tmp_path: Path, kimi_home: Path) -> None:
+    users_config(kimi_home.parent, USERS)
+    folder_config(tmp_path, "[approval]\ndeny = []\n[sandbox]\nhidden_paths = []\nenv_deny = []\n")
+    state = trust.assess(tmp_path)
+    assert state.asks == []  # narrowing settings: nothing to ask
+    loaded = load_config(tmp_path, {}, {}, folder=state)
+    assert (loaded.approval.deny, loaded.sandbox.hidden_paths, loaded.sandbox.env_deny) == (
+        ["rm"], ["~/notes"], ["GH_TOKEN"],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_folders_own_deny_rules_and_hidden_paths_join_the_users(
+    trusted: bool, tmp_path: Path, kimi_home: Path
+) -> None:
+    users_config(kimi_home.parent, USERS)
+    folder_config(tmp_path, 'yolo = true\n[approval]\ndeny = ["curl", "rm"]\n[sandbox]\nhidden_paths = ["secrets/"]\n')
+    state = trust.resolve(tmp_path, grant=trusted)
+    loaded = load_config(tmp_path, {}, {}, folder=state)
+    assert loaded.approval.deny == ["rm", "curl"] and loaded.sandbox.hidden_paths == ["~/notes", "secrets/"]
+    assert loaded.yolo is trusted
+
+
+def test_a_folder_without_the_users_lists_keeps_its_own(tmp_path: Path, kimi_home: Path) -> None:
+    folder_config(tmp_path, '[approval]\ndeny = ["curl"]\n')
+    assert load_config(tmp_path, {}, {}).approval.deny == ["curl"]
+
+
+@pytest.mark.parametrize("zero", ['"0"', '"0m"', '"0g"', '"0b"'])
+def test_an_untrusted_zero_memory_limit_is_no_tightening(zero: str, tmp_path: Path, kimi_home: Path) -> None:
+    """Docker reads `--memory 0` as no limit (HostConfig.Memory 0): the loosest value there is."""
+    folder_config(tmp_path, f"[sandbox]\ndocker_memory = {zero}\n")
+    state = trust.assess(tmp_path)
+    assert [w.key for w in state.asks] == ["sandbox.docker_memory"]
+    assert load_config(tmp_path, {}, {}, folder=state).sandbox.docker_memory == "4g"
+
+
+def test_a_zero_memory_limit_is_the_users_or_a_trusted_folders_to_set(tmp_path: Path, kimi_home: Path) -> None:
+    folder_config(tmp_path, '[sandbox]\ndocker_memory = "0"\n')
+    assert load_config(tmp_path, {}, {}, folder=trust.resolve(tmp_path, grant=True)).sandbox.docker_memory == "0"
+    trust._DECIDED.clear()
+    users_config(kimi_home.parent, '[sandbox]\ndocker_memory = "0"\n')
+    folder_config(tmp_path, '[sandbox]\ndocker_memory = "2g"\n')  # tighter than the user's unlimited
+    state = trust.assess(tmp_path)
+    assert state.asks == [] and load_config(tmp_path, {}, {}, folder=state).sandbox.docker_memory == "2g"
+
+
+# --- through kimi -p ------------------------------------------------------------------------------------
+
+
+SANDBOXED = [b for b in backends() if b in ("bwrap", "landlock")]
+
+
+def shell_once(command: str, repo: Path, env: dict, server: ScriptedModelServer, backend: str) -> str:
+    server.add({"tool_calls": [tool_call("Shell", {"command": command}, "c")]}, {"text": "done"})
+    proc = run_kimi(["-p", "go", "--sandbox", backend], repo, env, server)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return tool_results(server, len(server.requests) - 1)[0]
+
+
+@pytest.mark.parametrize("backend", SANDBOXED)
+@pytest.mark.parametrize("users_hidden", [True, False])
+def test_kimi_p_an_untrusted_folder_cannot_unhide_the_users_hidden_file(
+    users_hidden: bool, backend: str, repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    """users_hidden False is the legitimate side: the probe reads the file when the user hides nothing."""
+    (repo / "deploy.key").write_text(SECRET)
+    if users_hidden:
+        users_config(home, f'[sandbox]\nhidden_paths = ["{repo}/deploy.key"]\n')
+    folder_config(repo, "[sandbox]\nhidden_paths = []\n")
+    seen = shell_once("cat deploy.key || echo unreadable", repo, env, server, backend)
+    assert (SECRET in seen) is not users_hidden, seen
+
+
+@pytest.mark.parametrize("backend", SANDBOXED)
+def test_kimi_p_an_untrusted_folder_cannot_erase_the_users_deny_rule(
+    backend: str, repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    (repo / "victim.txt").write_text("the user's file")
+    users_config(home, '[approval]\ndeny = ["rm"]\n')
+    folder_config(repo, "[approval]\ndeny = []\n")
+    result = shell_once("rm -f victim.txt", repo, env, server, backend)
+    assert (repo / "victim.txt").exists(), result
+    assert "made.txt" in shell_once("touch made.txt && ls", repo, env, server, backend)  # what no rule denies runs
+    # the legitimate side: with no deny rule of the user's, the same command runs
+    (home / ".kimi" / "config.toml").write_text("[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n")
+    shell_once("rm -f victim.txt", repo, env, server, backend)
+    assert not (repo / "victim.txt").exists()

@@ -56,7 +56,10 @@ def to_updates(event: Event, cwd: str) -> list[Any]:
             import acp
 
             path, old, new = found
-            content = [acp.tool_diff_content(path, new, old)]
+            content: list[Any] = [acp.tool_diff_content(path, new, old)]
+            notes = (event.display or {}).get("diagnostics")  # what the language servers found after the edit
+            if isinstance(notes, list) and notes:
+                content.append(acp.tool_content(acp.text_block("\n".join(map(str, notes))[:20000])))
             return [acp.update_tool_call(event.id, status="completed", content=content, raw_output=event.output)]
     update = _to_update(event, cwd)
     if isinstance(event, ToolOutput) and (event.display or {}).get("kind") == "todos":

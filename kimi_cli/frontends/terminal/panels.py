@@ -8,7 +8,7 @@ Every untrusted string goes through the one sanitiser (visible_text); nothing is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -182,6 +182,12 @@ def result_summary(event: ToolOutput) -> str | None:
 def render_result(event: ToolOutput, width: int) -> RenderableType:
     """The panel or line printed for one tool result, `width` columns wide at most."""
     display = event.display or {}
+    notes = display.get("diagnostics")  # what the language servers said after an edit (kimi_cli.extensions.lsp)
+    if isinstance(notes, list) and notes and all(isinstance(n, str) for n in notes):
+        cut = event.output.rfind(notes[0])
+        bare = replace(event, output=event.output[:cut].rstrip() if cut >= 0 else event.output,
+                       display={k: v for k, v in display.items() if k != "diagnostics"})  # fmt: skip
+        return Group(render_result(bare, width), diagnostics_lines(notes, width))
     kind = display.get("kind")
     if kind == "diff" and display.get("diff") and not event.is_error:
         return diff_panel(display, width)
@@ -203,6 +209,20 @@ def render_result(event: ToolOutput, width: int) -> RenderableType:
     first = summary_line(lines[0], width)
     more = Text(f"    … {len(lines) - 1:,} more lines ({EXPAND_HINT})", style="dim italic")
     return Group(first, more)
+
+
+def diagnostics_lines(notes: list[str], width: int) -> Text:
+    """An edit's new and fixed diagnostics under its panel: errors red, warnings yellow, fixes green."""
+    out = Text()
+    for index, note in enumerate(notes):
+        style = "dim"
+        for start, colour in (("fixed:", "green"), ("error", "red"), ("warning", "yellow")):
+            if index and note.startswith(start):
+                style = colour
+                break
+        out.append("\n" if index else "")
+        out.append_text(clip(("  ⎿ " if index == 0 else "    ") + note, width, style))
+    return out
 
 
 def _indent(text: Text) -> Text:

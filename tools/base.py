@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from kimi_cli.approval.policy import CallApproval
 from kimi_cli.tools.schema import function_schema
 
 if TYPE_CHECKING:
@@ -85,16 +86,6 @@ class ToolResult:
     images: list[str] = field(default_factory=list)
     display: dict[str, Any] | None = None
     usage: dict[str, int] | None = None
-
-
-@dataclass(frozen=True)
-class CallApproval:
-    """What the session's approver is told about one call besides the call itself: the folder its relative
-    redirections open in, and why a PreToolUse hook let it through ("" : no hook did; kimi_cli.agent.gate).
-    A hook's allow spares a question, never a deny rule (kimi_cli.approval.engine)."""
-
-    workspace: Path | None = None
-    hook_allowed: str = ""
 
 
 @dataclass

@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from kimi_cli.approval.mcp_rules import server_rule
-from kimi_cli.approval.policy import ASK, REFUSE, RUN, Decision, Mode, Question, refusal, row, shell_kind
+from kimi_cli.approval.policy import ASK, REFUSE, RUN, CallApproval, Decision, Mode, Question, refusal, row, shell_kind
 from kimi_cli.approval.rules import Rules
 from kimi_cli.approval.shell.reading import ShellReading, read_shell
-from kimi_cli.tools.base import CallApproval
 
 # (question, rule) -> "yes" | "always" | "save" | "no:<reason>"; an empty rule: `always` is not offered.
 Ask = Callable[[Question, str], Awaitable[str]]

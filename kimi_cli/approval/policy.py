@@ -19,6 +19,10 @@ it cannot vet asks, or is refused where nobody can be asked); an allow rule appr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RUN, ASK, REFUSE = "run", "ask", "refuse"
 KINDS = ("sandboxed", "networked", "unsandboxed", "mcp", "web", "writes")
@@ -64,6 +68,17 @@ def shell_kind(sandbox: str, network: bool) -> str:
     if sandbox == "none":
         return "unsandboxed"
     return "networked" if network else "sandboxed"
+
+
+@dataclass(frozen=True)
+class CallApproval:
+    """What the session's approver is told about one call besides the call itself: the folder its relative
+    redirections open in, and why a PreToolUse hook let it through ("" : no hook did; kimi_cli.agent.gate).
+    A hook's allow spares a question, never a deny rule (kimi_cli.approval.engine). Tools build it from their
+    context (kimi_cli.tools.base.ToolContext.approval)."""
+
+    workspace: Path | None = None
+    hook_allowed: str = ""
 
 
 @dataclass(frozen=True)

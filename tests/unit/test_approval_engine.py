@@ -11,11 +11,10 @@ import pytest
 
 from kimi_cli.approval.engine import Approver
 from kimi_cli.approval.persist import RuleNotSaved, save_allow_rule
-from kimi_cli.approval.policy import ASK, MODES, REFUSE, RUN, Question, row
+from kimi_cli.approval.policy import ASK, MODES, REFUSE, RUN, CallApproval, Question, row
 from kimi_cli.approval.rules import Rules
 from kimi_cli.approval.shell import lexer
 from kimi_cli.approval.shell.reading import read_shell
-from kimi_cli.tools.base import CallApproval
 
 HOOK = CallApproval(hook_allowed="the hook said so")
 

@@ -4,8 +4,9 @@
 - util/ imports the standard library, third-party packages and kimi_cli.errors;
 - hostsafe/ may import kernel and util; sandbox/ may import hostsafe, kernel and util.
 
-The import-linter contracts in pyproject.toml will state the whole graph; this is the part these packages
-own. KNOWN lists the upward imports still to remove, each with where it goes: a new one fails here.
+The import-linter contracts in pyproject.toml state the whole graph (`lint-imports`, tests/unit/
+test_import_contracts.py); this is the part these packages own, read from every import. KNOWN lists the
+upward imports still to remove, each with where it goes: a new one fails here.
 """
 
 from __future__ import annotations

@@ -14,9 +14,27 @@ tools from the block would invalidate the whole prefix.)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
-from kimi_cli.tools.base import Tool, ToolFacts
+
+class Facts(Protocol):
+    """What plan mode reads of a call's facts (kimi_cli.tools.base.ToolFacts; approval sits below the tools)."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def commands(self) -> bool: ...
+
+
+class Offerable(Protocol):
+    """What plan mode reads of a tool (kimi_cli.tools.base.Tool): its name and the most it may do."""
+
+    @property
+    def name(self) -> str: ...
+
+    def declared(self) -> Facts: ...
+
 
 ENTER = (
     "[kimi] Plan mode is on. Study the task and the code, but change nothing: only read-only tools run now "
@@ -50,7 +68,7 @@ def told_in(messages: Iterable[dict[str, Any]]) -> bool:
     return False
 
 
-def offered(tools: Iterable[Tool[Any]]) -> list[str]:
+def offered(tools: Iterable[Offerable]) -> list[str]:
     """The tools plan mode runs: those whose declared facts change nothing (SetTodoList included)."""
     names = []
     for tool in tools:
@@ -62,7 +80,7 @@ def offered(tools: Iterable[Tool[Any]]) -> list[str]:
     return names
 
 
-def enter_note(tools: Iterable[Tool[Any]]) -> str:
+def enter_note(tools: Iterable[Offerable]) -> str:
     return ENTER.format(tools=", ".join(offered(tools)) or "none")
 
 
@@ -70,7 +88,7 @@ def leave_note(mode: str) -> str:
     return LEAVE.format(mode=mode)
 
 
-def refusal(name: str, facts: ToolFacts, tools: Iterable[Tool[Any]]) -> str | None:
+def refusal(name: str, facts: Facts, tools: Iterable[Offerable]) -> str | None:
     """Why a call may not run in plan mode, or None when it only reads."""
     if facts.read_only:
         return None

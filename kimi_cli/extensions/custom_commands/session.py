@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kimi_cli.approval.policy import CallApproval
 from kimi_cli.approval.rules import Rules
 from kimi_cli.extensions.custom_commands.expand import Expansion, RunShell, allow_rules, expand
 from kimi_cli.extensions.custom_commands.loader import CustomCommand, load_commands
-from kimi_cli.tools.base import CallApproval
 
 
 @dataclass

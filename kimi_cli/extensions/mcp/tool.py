@@ -8,9 +8,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from kimi_cli.approval.policy import CallApproval
 from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.manager import McpError, McpManager
-from kimi_cli.tools.base import CallApproval, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.schema import convert_parameters
 

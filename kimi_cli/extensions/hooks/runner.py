@@ -7,7 +7,9 @@ a broken hook is a result, never the end of the session. A cancelled turn kills 
 
 Output is read as it comes, never all at once: each stream keeps its first OUTPUT_CAP bytes and the rest is
 read and dropped (a hook that `cat`s a 2 GB file costs a pipe buffer, not 2 GB), until the hook exits or its
-timeout kills it; the kept text then says where it was cut and how much there was.
+timeout kills it; the kept text then says where it was cut and how much there was. A hook that exits while
+something it left in the background still holds its pipes gets EXIT_GRACE more to finish its output; then
+that group is killed and the hook's own exit code is its answer.
 """
 
 from __future__ import annotations
@@ -61,7 +63,12 @@ def _encode(payload: dict[str, Any]) -> bytes:
 
 
 KILL_GRACE = 5.0  # seconds to read what is left once a hook's group is killed
+# Seconds to read what is left once the hook itself has exited. A child it left in the background (`cmd &`)
+# holds the pipes open: waiting for their end held the hook's answer (an exit 2 that blocks) until the
+# timeout, which then dropped it as "timed out" (a hook that fails open let the call run).
+EXIT_GRACE = 0.5
 READ_SIZE = 65536
+POLL = 0.05  # seconds between looks at whether the hook has exited, while its pipes stay open
 
 
 class _Capped:
@@ -137,11 +144,22 @@ class _Spawn:
                     selector.register(proc.stdin, selectors.EVENT_WRITE)
                 else:
                     proc.stdin.close()
+            exited: float | None = None  # when the hook itself ended, its pipes maybe still open
             while selector.get_map():
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                left = deadline - now
+                if exited is None and proc.poll() is not None:
+                    exited = now
+                if exited is not None and now - exited >= EXIT_GRACE:
+                    self.kill()  # what it left in the background, holding the pipes: its group is the hook's
+                    for key in list(selector.get_map().values()):
+                        selector.unregister(key.fileobj)
+                        key.fileobj.close()  # type: ignore[union-attr]
+                    break
                 if left <= 0:
                     return False
-                for key, _events in selector.select(left):
+                wait = min(left, POLL if exited is None else EXIT_GRACE - (now - exited))
+                for key, _events in selector.select(wait):
                     if key.fileobj is proc.stdin:
                         pending = self._write(pending)
                         if not pending:
@@ -173,7 +191,9 @@ class _Spawn:
             return pending[:0]
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+        """Kill the hook's process group, the hook and whatever it left running (also once the hook exited:
+        its group lives on while a member does)."""
+        if self.proc is not None:
             with contextlib.suppress(OSError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
 

@@ -2,19 +2,22 @@
 
 The tool never imports the agent loop: the session gives it a `spawn(task, kind, files)` callable through
 the tool context. Several Agent calls in one answer run concurrently (up to 4); subagents share the
-workspace, sandbox and approvals, and cannot start subagents of their own.
+approvals, and cannot start subagents of their own. They share the workspace and sandbox too, unless the call
+(or the custom kind) says `isolation: "worktree"`: the subagent then works in its own git worktree and branch,
+with a sandbox that may write only there, and its branch is merged back when it ends (a conflict is part of
+the result, with its hunks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
 
-Spawn = Callable[[str, str, list[str]], Awaitable[tuple[str, dict[str, Any]]]]
+Spawn = Callable[..., Awaitable[tuple[str, dict[str, Any]]]]  # (task, kind, files, isolation=None)
 MAX_CONCURRENT = 4
 BUILTIN_KINDS = ("explore", "coder")
 
@@ -26,6 +29,11 @@ class AgentParams(BaseModel):
         description="explore: read-only; coder: edits and runs commands; or a custom agent of .kimi/agents/.",
     )
     files: list[str] | None = Field(None, description="Files to start from.")
+    isolation: Literal["worktree"] | None = Field(
+        None,
+        description="worktree: the subagent edits its own git worktree and branch, merged back into this "
+        "checkout when it ends (for coders working in parallel on the same files); a conflict comes back here.",
+    )
 
 
 class AgentTool(Tool[AgentParams]):
@@ -58,7 +66,7 @@ class AgentTool(Tool[AgentParams]):
     async def run(self, params: AgentParams, ctx: ToolContext) -> ToolResult:
         if params.kind not in self.kinds:
             raise ToolError(f"unknown subagent kind {params.kind!r}; known: {', '.join(self.kinds)}")
-        report, usage = await self.spawn(params.task, params.kind, list(params.files or []))
+        report, usage = await self.spawn(params.task, params.kind, list(params.files or []), isolation=params.isolation)
         tokens = usage.get("total_tokens", 0)
         display = {"kind": "subagent", "agent": params.kind, "tokens": tokens}
         return ToolResult(report, display=display, usage=usage)

@@ -8,7 +8,8 @@ from here. Every tool that asks goes through the one approval engine (kimi_cli.a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kimi_cli.agent.approvals import RecordedApprover
@@ -224,5 +225,51 @@ def _subagent_factory(runtime: Runtime, session_tools: list[Tool[Any]], deferred
     def gate() -> SessionGate:  # the session's hooks and mode (plan refuses writes) for a subagent's calls
         return SessionGate(runtime.mode, hooks=runtime.hooks, subagent=True)
 
+    def tools_in(folder: Path) -> tuple[list[Tool[Any]], Callable[[], Awaitable[None]]]:
+        return _tools_in_worktree(runtime, session_tools, folder)
+
     return SubagentFactory(runtime.workdir, tools, provider, system, runtime.session, config.max_output_tokens,
-                           gate, runtime.read_roots(), deferred_tools)  # fmt: skip
+                           gate, runtime.read_roots(), deferred_tools, tools_in)  # fmt: skip
+
+
+def _tools_in_worktree(
+    runtime: Runtime, session_tools: list[Tool[Any]], folder: Path
+) -> tuple[list[Tool[Any]], Callable[[], Awaitable[None]]]:
+    """The session's tools for a subagent in its own worktree: the same tools, but Shell and the task tools on a
+    sandbox of the same policy whose workspace is that worktree (and its own private /tmp), so that what the
+    subagent runs may write only its own checkout. The file tools follow the ToolContext's workspace."""
+    import shutil
+    import tempfile
+
+    from kimi_cli.sandbox.policy import build_policy
+    from kimi_cli.sandbox.select import choose_sandbox
+
+    config = runtime.config
+    private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
+    policy = build_policy(
+        folder, private_tmp, network=config.sandbox.allow_network, extra_hidden=config.sandbox.hidden_paths,
+        env_allow=config.sandbox.env_allow, env_deny=config.sandbox.env_deny,
+    )  # fmt: skip
+    docker = {"image": config.sandbox.docker_image, "memory": config.sandbox.docker_memory,
+              "pids_limit": config.sandbox.docker_pids_limit}  # fmt: skip
+    sandbox = choose_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, runtime.session.id).sandbox
+    tasks = TaskManager(sandbox, str(folder), config.shell.max_background_tasks)
+
+    def swap(tool: Tool[Any]) -> Tool[Any]:
+        if isinstance(tool, Shell):
+            return Shell(sandbox, config.shell.default_timeout, tool.approver, tasks)
+        if isinstance(tool, TaskOutput):
+            return TaskOutput(tasks)
+        if isinstance(tool, TaskStop):
+            return TaskStop(tasks)
+        return tool
+
+    async def close() -> None:
+        try:
+            await tasks.close()
+            await sandbox.close()
+        finally:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+
+    swapped = [swap(t) for t in session_tools]
+    return list(default_tools(swapped, grep_timeout=config.grep_timeout).tools), close

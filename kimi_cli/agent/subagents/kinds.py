@@ -3,7 +3,8 @@
 A subagent gets the session's prefix (system prompt, AGENTS.md, skills), a pack ranked for its own task
 within a smaller budget, and its kind's part at the end. Its tools are those of its kind: explore (every
 tool whose facts say it only reads), coder (every tool but the subagent tool), or a custom kind from
-`.kimi/agents/*.md` (front matter: name, description, tools; the body is the kind's part of the prompt).
+`.kimi/agents/*.md` (front matter: name, description, tools, isolation; the body is the kind's part of the
+prompt). `isolation: worktree` runs each of its subagents in its own git worktree (kimi_cli.agent.subagents.isolated).
 Its steps are logged in the parent's session as a nested run; the parent sees only the final report.
 Its usage adds to the parent's. Edits to the same file by two subagents are serialized (kimi_cli.tools.file_lock).
 """
@@ -36,6 +37,7 @@ class AgentKind:
     tools: list[str] | None  # names from the kind's file; None: every tool the session gives subagents
     prompt: str = ""
     read_only: bool = False  # only tools whose declared facts say they change nothing
+    isolation: str | None = None  # "worktree": each run in its own git worktree, merged back at its end
 
     def allows(self, tool: Tool[Any]) -> bool:
         if self.tools is not None and tool.name not in self.tools:
@@ -77,7 +79,8 @@ def custom_kinds(workdir: Path) -> dict[str, AgentKind]:
         name = meta.get("name") or path.stem
         tools_raw = meta.get("tools", "").strip("[] ")
         tools = [t.strip().strip("'\"") for t in tools_raw.split(",") if t.strip()] or None
-        kinds[name] = AgentKind(name, meta.get("description", ""), tools, match.group(2).strip())
+        isolation = meta.get("isolation", "").strip("'\"") or None
+        kinds[name] = AgentKind(name, meta.get("description", ""), tools, match.group(2).strip(), isolation=isolation)
     return kinds
 
 

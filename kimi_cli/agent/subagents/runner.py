@@ -6,7 +6,9 @@ model client, the system message, where to log), so runtime -> subagent_runner i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,9 @@ class SubagentFactory:
     # The session's deferred MCP tools (over the model's tool limit) and that limit: a subagent gets its own
     # SearchTools over those its kind allows (kimi_cli.extensions.mcp.deferred).
     deferred: Callable[[], tuple[list[Tool[Any]], int]] | None = None
+    # `isolation: "worktree"`: the session's tools for another checkout (Shell and tasks on a sandbox whose
+    # workspace is that folder), and what closes that sandbox (kimi_cli.agent.subagents.isolated).
+    tools_in: Callable[[Path], tuple[list[Tool[Any]], Callable[[], Awaitable[None]]]] | None = None
 
 
 class SubagentRunner:
@@ -53,6 +58,8 @@ class SubagentRunner:
         self.emit = emit
         self.kinds: dict[str, AgentKind] = {**builtin_kinds(), **custom_kinds(factory.workdir)}
         self.locks = FileLocks()
+        self.merging = asyncio.Lock()  # one worktree merges into the parent checkout at a time
+        self._trees = itertools.count(1)
 
     def kind_facts(self) -> dict[str, ToolFacts]:
         """Each kind's name and what a subagent of it may do: the Agent tool's facts per call. The deferred
@@ -60,9 +67,41 @@ class SubagentRunner:
         tools = self.factory.tools() + (self.factory.deferred()[0] if self.factory.deferred is not None else [])
         return {name: kind.facts(tools) for name, kind in sorted(self.kinds.items())}
 
-    async def spawn(self, task: str, kind_name: str, files: list[str]) -> tuple[str, dict[str, Any]]:
+    async def spawn(
+        self, task: str, kind_name: str, files: list[str], isolation: str | None = None
+    ) -> tuple[str, dict[str, Any]]:
         kind = self.kinds[kind_name]
-        tools = [t for t in self.factory.tools() if kind.allows(t)]
+        isolation = isolation or kind.isolation
+        if isolation not in (None, "worktree"):
+            return f"[unknown isolation {isolation!r}: worktree is the one there is]", {}
+        if isolation == "worktree" and not kind.read_only and self.factory.tools_in is not None:
+            return await self._in_worktree(task, kind, files)
+        return await self._run(task, kind, files, self.factory.tools(), self.factory.workdir)
+
+    async def _in_worktree(self, task: str, kind: AgentKind, files: list[str]) -> tuple[str, dict[str, Any]]:
+        from kimi_cli.agent.subagents.isolated import land, open_tree
+        from kimi_cli.errors import KimiError
+
+        assert self.factory.tools_in is not None
+        parent = self.factory.workdir
+        try:
+            tree = await asyncio.to_thread(open_tree, parent, f"w{next(self._trees)}")
+        except KimiError as exc:
+            return f"[the subagent did not start: no worktree for it: {exc}]", {}
+        tools, close = self.factory.tools_in(tree.path)
+        self.emit(Notice(f"subagent worktree {tree.path} (branch {tree.branch})"))
+        try:
+            report, usage = await self._run(task, kind, files, tools, tree.path)
+        finally:
+            await close()
+        landing = await land(parent, tree, (task.splitlines() or [""])[0][:100], self.merging)
+        self.emit(Notice(landing.note.splitlines()[0][:200]))
+        return f"{report}\n{landing.note}", usage
+
+    async def _run(
+        self, task: str, kind: AgentKind, files: list[str], session_tools: list[Tool[Any]], workdir: Path
+    ) -> tuple[str, dict[str, Any]]:
+        tools = [t for t in session_tools if kind.allows(t)]
         pool, limit = self.factory.deferred() if self.factory.deferred is not None else ([], 0)
         pool = [t for t in pool if kind.allows(t) and t.name not in {have.name for have in tools}]
         deferred = None
@@ -80,9 +119,7 @@ class SubagentRunner:
         agent = Agent(
             provider=self.factory.provider(run_id),
             registry=registry,
-            ctx=ToolContext(
-                workspace=Workspace(self.factory.workdir), read_roots=self.factory.read_roots, file_locks=self.locks
-            ),
+            ctx=ToolContext(workspace=Workspace(workdir), read_roots=self.factory.read_roots, file_locks=self.locks),
             recorder=recorder,
             emit=lambda event: None,  # the parent sees the report, not the steps; the log keeps them
             messages=[self.factory.system(task, kind.mode())],

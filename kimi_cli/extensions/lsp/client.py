@@ -123,8 +123,8 @@ class LanguageServer:
                 self.strategy = "pull"
             async with self._io:
                 await self.conn.notify("initialized", {})
-                if self.spec.settings:
-                    await self.conn.notify("workspace/didChangeConfiguration", {"settings": self.spec.settings})
+                # No workspace/didChangeConfiguration: the servers with settings (pyright) ask for them
+                # (workspace/configuration), and a push on top makes pyright set its whole service up again.
                 for doc in list(self.docs.values()):  # opened while it started, or before a restart
                     await self._send_open(types, doc)
                 self.state = "running"

@@ -21,10 +21,18 @@ LIMIT = 20_000  # characters of one question shown in full (terminal panels, ACP
 TITLE_LIMIT = 1_000  # characters of an ACP title (editors show titles on one card line)
 SPACE_RUN = 4  # a run of this many spaces or more is counted, not shown
 INDENT_KEPT = 16  # indentation at the start of a line, up to this many spaces, stays as it is (scripts)
-# Spaces that are not ASCII spaces, zero-width characters and line separators: look-alikes of nothing.
-ODD = r"\u00a0\u1680\u180e\u2000-\u200d\u2028\u2029\u202f\u205f-\u2064\u3000\ufeff"
+# Spaces that are not ASCII spaces, zero-width characters and line separators: look-alikes of nothing. Also
+# the letters and signs that draw as a blank (Hangul fillers, the Braille blank, Khmer's invisible vowels) and
+# the other invisible format characters (soft hyphen, joiners, variation selectors, interlinear annotation,
+# tags): `npm test`, 260 Braille blanks, `; echo PWNED` was a title of "npm test" and blank space, not counted.
+ODD = (
+    r"\u00a0\u00ad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028\u2029\u202f"
+    r"\u205f-\u206f\u2800\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U0001bca0-\U0001bca3"
+    r"\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef"
+)
 TOKEN = re.compile(
-    r"(?P<blank>\n(?:[ \t]*\n){2,})|(?P<run>[ \t]{2,})|(?P<odd>[" + ODD + r"])|(?P<unsafe>" + UNSAFE.pattern + r")"
+    r"(?P<blank>\n(?:[ \t]*\n){2,})|(?P<run>[ \t]{2,})|(?P<odd>(?P<oddc>[" + ODD + r"])(?P=oddc)*)"
+    r"|(?P<unsafe>" + UNSAFE.pattern + r")"
 )
 LINE_TOKEN = re.compile(TOKEN.pattern + r"|(?P<line>[\t\n])")
 
@@ -55,7 +63,7 @@ class Shown:
 
 def _escape(char: str) -> str:
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _run_mark(run: str) -> str:
@@ -80,6 +88,8 @@ def _rendered(match: re.Match[str], text: str, one_line: bool) -> list[tuple[str
         return [(token, False)]
     if kind == "run":
         return [(_run_mark(token), True)]
+    if kind == "odd" and len(token) > 1:  # a run of one invisible character, counted as blanks are
+        return [(f"{_escape(token[0])}×{len(token)}", True)]
     return [(_escape(token), True)]
 
 

@@ -90,13 +90,25 @@ def hosts_in(value: Any) -> str:
             continue
         try:
             parts = urlsplit(text.strip())
-            host = (parts.hostname or "(no host)") + (
+            host = (_ascii_host(parts.hostname) if parts.hostname else "(no host)") + (
                 " (the URL also carries a user name)" if "@" in parts.netloc else ""
             )
         except ValueError:
             host = "(an invalid URL)"
         found.append(host)
     return ", ".join(dict.fromkeys(found)) or "(no URL)"
+
+
+def _ascii_host(host: str) -> str:
+    """A host as DNS sees it: `https://аpi.moonshot.ai` (a Cyrillic "а") read as Moonshot's own host in the
+    question, and the key went to the folder's server. Non-ASCII names are shown in their ASCII form."""
+    if host.isascii():
+        return host
+    try:
+        plain = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        plain = "".join(c if c.isascii() else f"\\u{ord(c):04x}" for c in host)
+    return f"{plain} (a host name in non-ASCII letters, which can look like another's)"
 
 
 def _strings(value: Any) -> list[str]:

@@ -117,6 +117,12 @@ def test_the_programs_a_line_starts(command: str, expected: list[str]) -> None:
     assert names(command) == expected
 
 
+def test_xargs_and_find_exec_with_a_program_they_name() -> None:
+    assert "echo" in names("xargs -0 < list")  # no program: xargs runs echo
+    assert {"xargs", "sh", "rm"} <= set(names("xargs sh -c 'rm \"$@\"' _ < list"))  # the input: the body's arguments
+    assert {"find", "sh", "rm"} <= set(names("find . -exec sh -c 'rm \"$1\"' _ {} ';'"))
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -167,6 +173,14 @@ def test_git_config_parameters_are_read_setting_by_setting() -> None:
         ("test -v 'a[$(rm x)]'", "evaluates"),
         ("printf -v 'a[0]' x", "subscripts"),
         ('git -c "$k" log', "computed"),
+        ("xargs nice < list", "hands its input to `nice`"),
+        ("xargs timeout 5", "hands its input to `timeout`"),
+        ("xargs bash -c", "hands its input to `bash`"),
+        ("xargs find .", "hands its input to `find`"),
+        ("xargs python3", "hands its input to `python3`"),
+        ("find / -name rm -exec {} victim ';'", "runs the files it finds"),
+        ("find . -exec nice {} +", "runs the files it finds"),
+        ("find . -exec sh -c {} ';'", "as shell code"),
     ],
 )
 def test_what_cannot_be_read_from_the_line_says_so(command: str, why: str) -> None:

@@ -118,6 +118,10 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
     if name in WRAPPERS:
         if name == "xargs" and any((a.value or "").startswith(("-I", "-i", "--replace")) for a in args):
             raise Unreadable("xargs -I builds the program's name from its input")
+        if name == "xargs":
+            _xargs(args, found)
+        if name == "find":
+            _find(args)
         for i, arg in enumerate(args):
             if not arg.literal:
                 raise Unreadable(f"{name} with an argument computed when it runs")
@@ -157,6 +161,48 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
         found.code += [a.value for a in args if a.value is not None]
     elif name == "git":
         _git(args, found, depth)
+
+
+def _xargs(args: list[Word], found: Findings) -> None:
+    """xargs appends its input to the program's arguments: a program that its arguments can make start
+    another (a wrapper, a shell, an interpreter, git, sed, find...) runs what the input says."""
+    from kimi_cli.approval.shell.options import TABLE
+
+    values = [a.value or "" for a in args]
+    named = [(i, posixpath.basename(v)) for i, v in enumerate(values) if v and not v.startswith("-")]
+    if not named:
+        found.names.append(("echo", []))  # xargs with no program runs echo
+    for i, word in named:
+        if word in SHELLS and _shell_body(values[i + 1 :]) is not None:
+            continue  # `xargs sh -c 'rm "$@"' _`: the input becomes the body's arguments, not its code
+        if word in WRAPPERS or word in SHELLS or word in INTERPRETERS or word in TABLE:
+            raise Unreadable(f"xargs hands its input to `{word}` as arguments, which may name a program it runs")
+
+
+def _shell_body(values: list[str]) -> str | None:
+    """The code a shell's `-c` takes among its arguments (None: no -c, or nothing after it)."""
+    for i, value in enumerate(values):
+        if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:
+            return values[i + 1] if i + 1 < len(values) else None
+        if not value.startswith(("-", "+")):
+            return None
+    return None
+
+
+def _find(args: list[Word]) -> None:
+    """find -exec runs the words up to `;` or `+`: a program named by `{}` (the found file) cannot be read,
+    nor a wrapper given `{}` (`-exec nice {} ;` runs each found file)."""
+    for i, arg in enumerate(args):
+        if arg.value not in ("-exec", "-execdir", "-ok", "-okdir") or i + 1 >= len(args):
+            continue
+        program = args[i + 1].value or ""
+        rest = [a.value or "" for a in args[i + 2 :]]
+        end = next((j for j, v in enumerate(rest) if v in (";", "+")), len(rest))
+        base = posixpath.basename(program)
+        if "{}" in program or (base in WRAPPERS and any("{}" in v for v in rest[:end])):
+            raise Unreadable("find runs the files it finds as programs")
+        if base in SHELLS and "{}" in (_shell_body(rest[:end]) or ""):
+            raise Unreadable("find runs the names of the files it finds as shell code")
 
 
 def _git(args: list[Word], found: Findings, depth: int) -> None:

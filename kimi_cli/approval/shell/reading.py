@@ -18,6 +18,12 @@ from kimi_cli.approval.shell.programs import Findings, has_control_chars, progra
 SAFE_REDIRECT_TARGETS = {"/dev/null", "/dev/stdout", "/dev/stderr"}
 # Programs whose first word after them names what they run (`npm test`, `cargo build`): `always` keeps both.
 RUNNERS = {"npm", "pnpm", "yarn", "uv", "poetry", "cargo", "go", "make", "python", "python3", "npx", "bun", "git"}
+# Runners' subcommands that start whatever program or script the next word names (`uv run pytest`): `always`
+# keeps that word too, since `uv run` alone would approve `uv run rm -rf ~` later.
+# (`npm run`, `make` and `cargo run` run the workspace's own scripts: the user's choice, like `pytest`.)
+STARTS_NAMED = {("uv", "run"), ("poetry", "run"), ("npm", "exec"), ("pnpm", "exec"), ("pnpm", "dlx"),
+                ("yarn", "dlx"), ("yarn", "exec"), ("bun", "x")}  # fmt: skip
+NO_OFFER = {("uv", "tool"), ("npm", "x")}  # `uv tool run X`, `npm x X`: never a two-word rule
 
 
 @dataclass
@@ -102,9 +108,10 @@ class ShellReading:
 
     @cached_property
     def offer(self) -> str:
-        """What `always` would approve: the program, plus its subcommand for runners (`npm test`); "" when
-        the line is not one plain command, or when its own arguments write, run or reach the network (then
-        no rule is safe to remember from it)."""
+        """What `always` would approve: the program, plus its subcommand for runners (`npm test`), plus what
+        a runner's subcommand starts (`uv run pytest`); "" when the line is not one plain command, or when its
+        own arguments write, run or reach the network (then no rule is safe to remember from it). The rule
+        kept is still a prefix that risk() checks: `sed` kept from `sed -n 1p` does not approve `sed 1e`."""
         words = self.words
         if not words:
             return ""
@@ -112,6 +119,12 @@ class ShellReading:
             shape = words[:3]
         elif words[0] in RUNNERS and len(words) > 1 and not words[1].startswith("-"):
             shape = words[:2]
+            if (words[0], words[1]) in NO_OFFER:
+                return ""
+            if (words[0], words[1]) in STARTS_NAMED:
+                if len(words) < 3 or words[2].startswith("-"):
+                    return ""  # what it starts is not named by a plain next word: this once only
+                shape = words[:3]
         else:
             shape = words[:1]
         if self.risk(len(shape)):

@@ -282,6 +282,38 @@ def test_always_is_offered_only_for_one_plain_command() -> None:
     assert command_prefix("pytest $(x)") == ""
 
 
+def test_always_keeps_a_rule_that_still_asks_for_options_that_write_or_run() -> None:
+    """`always` on a harmless sed or git log keeps the program's rule, and that rule does not approve the
+    same program told to run or write; a line that itself writes offers no rule at all."""
+    kept: list[str] = []
+
+    async def ask(question: str, prefix: str) -> str:
+        kept.append(prefix)
+        return "always"
+
+    rules = Rules.parse([], [])
+    approver = Approver(rules, "ask", ask, network=False)
+    assert asyncio.run(approver.review_shell("sed -n 1p README.md", "none")) is None
+    assert asyncio.run(approver.review_shell("git log -1", "none")) is None
+    assert kept == ["sed", "git log"] and rules.allow == ["sed", "git log"]
+    assert outcome("sed -n 1p README.md", rules.allow, []) == "runs"
+    assert outcome("git log -1", rules.allow, []) == "runs"
+    assert outcome("sed -n '1e touch X' README.md", rules.allow, []) == "asks"
+    assert outcome("git log --output=/tmp/x -1", rules.allow, []) == "asks"
+    assert command_prefix("git log --output=/tmp/x -1") == "" and command_prefix("sed 1e x") == ""
+
+
+def test_always_on_a_runner_that_starts_a_named_program_keeps_that_name() -> None:
+    """`uv run pytest` keeps `uv run pytest`: `uv run` alone would approve `uv run rm -rf ~` later."""
+    assert command_prefix("uv run pytest -q") == "uv run pytest"
+    assert command_prefix("poetry run pytest") == "poetry run pytest"
+    assert command_prefix("npm exec eslint .") == "npm exec eslint"
+    assert command_prefix("uv run --with x pytest") == "" and command_prefix("uv tool run ruff") == ""
+    assert outcome("uv run rm -rf victim", ["uv run pytest"], []) == "asks"
+    assert outcome("uv run pytest -q", ["uv run pytest"], []) == "runs"
+    assert command_prefix("npm test") == "npm test" and command_prefix("cargo build") == "cargo build"
+
+
 def test_always_for_a_line_that_cannot_be_remembered_approves_once_only() -> None:
     async def ask(question: str, prefix: str) -> str:
         assert prefix == ""

@@ -63,7 +63,7 @@ def _scope_file(scope: str) -> Path:
     return kimi_home() / "mcp.json" if scope == "user" else Path.cwd() / ".kimi" / "mcp.json"
 
 
-def _load() -> dict:  # type: ignore[type-arg]
+def _load() -> dict:
     from kimi_cli.errors import KimiError
     from kimi_cli.extensions.mcp.config import load_servers
     from kimi_cli.hostsafe import trust
@@ -79,7 +79,7 @@ def _load() -> dict:  # type: ignore[type-arg]
         raise typer.Exit(int(exc.exit_code)) from None
 
 
-def _start(servers: dict) -> object:  # type: ignore[type-arg]
+def _start(servers: dict) -> object:
     from kimi_cli.extensions.mcp.manager import McpManager
     from kimi_cli.hostsafe.programs import sandbox_writable
     from kimi_cli.util.logs import log_dir

@@ -52,7 +52,7 @@ def cheap_definitions(lang: str, text: str) -> list[str]:
     pattern = cheap_pattern(lang)
     found = pattern.findall("\n" + text)  # the patterns write a line start as `\n`
     if pattern.groups == 1:
-        return found  # type: ignore[no-any-return]
+        return found
     return [next(g for g in groups if g) for groups in found]
 
 

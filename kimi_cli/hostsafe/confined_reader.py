@@ -51,7 +51,7 @@ class ConfinedRunner:
         async def main() -> T:
             return await factory()
 
-        return self._local.loop.run_until_complete(main())  # type: ignore[no-any-return]
+        return self._local.loop.run_until_complete(main())
 
     async def run(self, factory: Callable[[], Awaitable[T]]) -> T:
         """Run the coroutine `factory()` makes on the confined thread (its own event loop) and await it."""

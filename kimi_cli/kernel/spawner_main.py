@@ -28,7 +28,7 @@ PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 PACKAGE = "kimi_sandbox"  # this folder's modules, as the spawner imports them
 
 
-def load(name: str):  # type: ignore[no-untyped-def]
+def load(name: str):
     """A module of this folder, as a submodule of a package that holds only this folder: their imports of one
     another (`from .contain import ...`) work here as they do as kimi_cli.kernel, and nothing else is found."""
     if PACKAGE not in sys.modules:
@@ -39,7 +39,7 @@ def load(name: str):  # type: ignore[no-untyped-def]
 
 
 class Spawner:
-    def __init__(self, sock: socket.socket, ruleset_fd: int, config: dict) -> None:  # type: ignore[type-arg]
+    def __init__(self, sock: socket.socket, ruleset_fd: int, config: dict) -> None:
         restrict, supervise, meta = load("restrict"), load("supervise"), load("supervise_meta")
         arch = restrict.machine()
         network, hidden = config["network"], config.get("hidden", [])
@@ -103,13 +103,13 @@ class Spawner:
             self.reap()
 
     @staticmethod
-    def guarded(action, *args) -> None:  # type: ignore[no-untyped-def]
+    def guarded(action, *args) -> None:
         """The supervisor fails closed (the connect is refused, see supervise.py); whatever slips past that
         must not end this loop, which would take every running command down with it."""
         with contextlib.suppress(Exception):
             action(*args)
 
-    def start(self, request: dict) -> None:  # type: ignore[type-arg]
+    def start(self, request: dict) -> None:
         out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:

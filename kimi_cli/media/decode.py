@@ -45,7 +45,7 @@ def _on_decoder(work: Any, *args: Any) -> Prepared:
 
             _decoder = ThreadPoolExecutor(max_workers=DECODES_AT_ONCE, thread_name_prefix="kimi-image-decode")
     try:
-        return _decoder.submit(work, *args).result()  # type: ignore[no-any-return]
+        return _decoder.submit(work, *args).result()
     finally:
         from kimi_cli.util.malloc_tuning import release_free_pages
 

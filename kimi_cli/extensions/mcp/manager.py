@@ -86,7 +86,7 @@ class McpManager:
 
     async def _launch(self, state: ServerState) -> None:
         state.stop = asyncio.Event()
-        state.task = asyncio.current_task()  # type: ignore[assignment]
+        state.task = asyncio.current_task()
         await self._run(state)
 
     async def _run(self, state: ServerState) -> None:

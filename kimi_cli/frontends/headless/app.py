@@ -237,7 +237,7 @@ def init_info(runtime: Runtime, agent: Agent, opts: RunOptions) -> dict[str, Any
         "pack": None if pack is None else {
             "tokens": pack.tokens,
             "budget": pack.budget,
-            "files": {m: len(pack.by_mode(m)) for m in ("full", "outline", "listed")},  # type: ignore[arg-type]
+            "files": {m: len(pack.by_mode(m)) for m in ("full", "outline", "listed")},
         },
         "version": __version__,
     }  # fmt: skip
@@ -283,7 +283,7 @@ def run_until_done(
     async def main() -> RunOutcome:
         task = asyncio.current_task()
         assert task is not None
-        on_signal = CancelOnSignal(task)  # type: ignore[arg-type]
+        on_signal = CancelOnSignal(task)
         on_signal.install(asyncio.get_running_loop())
         guard.append(on_signal)
         try:

@@ -133,7 +133,7 @@ def run_attempts_headless(root: Path, prompt: str, n: int, check: str, argv: lis
     async def main() -> Any:
         task = asyncio.current_task()
         assert task is not None
-        guard = CancelOnSignal(task, grace=30)  # type: ignore[arg-type]
+        guard = CancelOnSignal(task, grace=30)
         guard.install(asyncio.get_running_loop())
         try:
             return await run_attempts(root, worktrees, one)

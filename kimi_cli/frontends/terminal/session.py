@@ -235,7 +235,7 @@ class InteractiveApp:
             loop.add_signal_handler(signal.SIGINT, self.interrupt, "ctrl-c")
         # Everything printed goes above the input line; written at most every OUTPUT_EVERY seconds.
         proxy = StdoutProxy(raw=True, sleep_between_writes=OUTPUT_EVERY)
-        with proxy, contextlib.redirect_stdout(proxy), contextlib.redirect_stderr(proxy):  # type: ignore[type-var]
+        with proxy, contextlib.redirect_stdout(proxy), contextlib.redirect_stderr(proxy):
             self.banner()
             ui = asyncio.ensure_future(self.input.run())
             try:
@@ -387,7 +387,7 @@ def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice)
         task = asyncio.current_task()
         assert task is not None
         # SIGTERM ends the session, with a watchdog for cleanup; Ctrl-C is a key of the input line.
-        on_term = CancelOnSignal(task)  # type: ignore[arg-type]
+        on_term = CancelOnSignal(task)
         on_term.install(asyncio.get_running_loop(), (signal.SIGTERM,))
         try:
             return await app.run()

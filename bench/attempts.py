@@ -84,7 +84,12 @@ def main(runs: int = 3) -> str:
     one, three = median(ones), median(threes)
     rows = [
         ["one attempt (`-p --check`)", f"{one:.2f} s", " ".join(f"{t:.2f}" for t in ones), "1.00x"],
-        ["best of three (`--attempts 3`)", f"{three:.2f} s", " ".join(f"{t:.2f}" for t in threes), f"{three / one:.2f}x"],
+        [
+            "best of three (`--attempts 3`)",
+            f"{three:.2f} s",
+            " ".join(f"{t:.2f}" for t in threes),
+            f"{three / one:.2f}x",
+        ],
     ]
     return table([f"0.5 s per answer, pytest check (cores: {os.cpu_count()})", f"median of {runs}", "runs", "ratio"],
                  rows)  # fmt: skip

@@ -1,4 +1,5 @@
-"""The `kimi` console script. `pack`, `undo` and `acp` run from here without importing Typer (they are timed)."""
+"""The `kimi` console script. `pack`, `undo`, `acp` and `doctor` run from here without importing Typer (they are
+timed), and `kimi --version` imports nothing but the version."""
 
 from __future__ import annotations
 
@@ -28,10 +29,23 @@ def _acp(argv: list[str]) -> int | None:
 
 # Each imports its command's module only when that command runs, so `kimi --help` and `kimi -p` import none.
 # A command returns its exit code, or None when Typer should answer (help, an argument error).
-FAST_COMMANDS: dict[str, Callable[[list[str]], int | None]] = {"pack": _pack, "undo": _undo, "acp": _acp}
+def _doctor(argv: list[str]) -> int | None:
+    from kimi_cli.cli.doctor import cli_main
+
+    return cli_main(argv)
+
+
+FAST_COMMANDS: dict[str, Callable[[list[str]], int | None]] = {
+    "pack": _pack, "undo": _undo, "acp": _acp, "doctor": _doctor,
+}  # fmt: skip
 
 
 def main() -> None:
+    if sys.argv[1:] in (["--version"], ["-V"]):  # the version alone, before anything else is imported
+        from kimi_cli import __version__
+
+        sys.stdout.write(f"kimi {__version__}\n")
+        return
     from kimi_cli.util.paths import secure_home
 
     secure_home()  # ~/.kimi and the cache are 0700, their top entries tightened (a few syscalls)
@@ -42,7 +56,7 @@ def main() -> None:
             sys.exit(4)
         if code is not None:
             sys.exit(code)
-    if len(sys.argv) > 1 and sys.argv[1] in ("pack", "undo"):  # help, or an argument error to show
+    if len(sys.argv) > 1 and sys.argv[1] in ("pack", "undo", "doctor"):  # help, or an argument error to show
         from kimi_cli.cli.subcommands import run_single
 
         run_single(sys.argv[1], sys.argv[2:])

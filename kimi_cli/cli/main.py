@@ -41,10 +41,10 @@ def _summaries(typer_app: typer.Typer) -> None:
 
 
 def _version(value: bool) -> None:
-    if value:
-        from kimi_cli.cli.version import version_report
+    if value:  # the version alone; the health report is `kimi doctor` (kimi_cli/cli/doctor.py)
+        from kimi_cli import __version__
 
-        typer.echo(version_report(Path.cwd()))
+        typer.echo(f"kimi {__version__}")
         raise typer.Exit()
 
 

@@ -191,6 +191,19 @@ def register(app: typer.Typer, only: str | None = None) -> None:
 
         raise typer.Exit(run_login(provider, base_url, model, api_key_stdin, check=not no_check))
 
+    @command("doctor")
+    def doctor_command(
+        as_json: Annotated[
+            bool, typer.Option("--json", help="One JSON object: the version, ok, the findings.")
+        ] = False,
+    ) -> None:
+        """Check what a session here would use: the key, the endpoint and model, the context window, each
+        sandbox backend and what it enforces, MCP and language servers, this folder's trust, the config files.
+        Each finding comes with its fix; exit 1 when one would stop a session."""
+        from kimi_cli.cli.doctor import cli_main
+
+        raise typer.Exit(cli_main(["--json"] if as_json else []) or 0)
+
     @command("sessions")
     def sessions_command(
         workdir: Workdir = None,

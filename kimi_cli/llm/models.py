@@ -48,7 +48,7 @@ class ModelInfo:
         return any((self.price_input, self.price_cached_input, self.price_output))
 
     def describe(self) -> str:
-        """One line for `kimi --version`, `/model` and `/cost`."""
+        """One line for `kimi doctor`, `/model` and `/cost`."""
         if self.reasoning == "effort":
             control = "reasoning_effort " + "|".join(self.effort_levels)
         elif self.reasoning == "thinking":

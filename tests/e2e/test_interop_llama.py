@@ -45,7 +45,7 @@ def test_a_text_answer_with_usage_from_llama_server(repo: Path, env: dict, llama
 
 
 def test_kimi_learns_the_servers_window(repo: Path, env: dict, llama_server: str) -> None:
-    version = run_kimi(["--version"], repo, {**env, "KIMI_BASE_URL": llama_server})
+    version = run_kimi(["doctor"], repo, {**env, "KIMI_BASE_URL": llama_server})
     assert f"context {N_CTX:,} tokens" in version.stdout, version.stdout
 
 

@@ -108,5 +108,5 @@ def test_login_against_llama_server(repo: Path, env: dict, home: Path, llama_ser
     config = config_of(home)
     assert config["base_url"] == llama_server and config["model"] == served and "api_key" not in config
     clean = {k: v for k, v in env.items() if not k.startswith("KIMI_")}
-    version = run_kimi(["--version"], repo, clean)
+    version = run_kimi(["doctor"], repo, clean)
     assert llama_server in version.stdout, version.stdout

@@ -58,7 +58,7 @@ def test_effort_defaults_per_mode() -> None:
 
 def test_version_shows_the_entry_in_use(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     env = {**env, "KIMI_BASE_URL": server.base_url, "KIMI_PROVIDER": "openai", "KIMI_MODEL": "kimi-k2.6"}
-    out = run_kimi(["--version"], repo, env).stdout
+    out = run_kimi(["doctor"], repo, env).stdout
     assert "model table: Kimi K2.6 [kimi-k2.6]" in out and "$0.95 in / $0.16 cached / $4 out" in out
     assert "thinking enabled|disabled" in out
 

@@ -35,7 +35,7 @@ def test_the_context_window_is_asked_from_the_server_and_caps_the_request(
     repo: Path, env: dict, model_info: dict, props: dict | None, source: str
 ) -> None:
     with ScriptedModelServer([{"text": "ok"}], model_info=model_info, props=props) as server:
-        version = run_kimi(["--version"], repo, bare_env(env, server))
+        version = run_kimi(["doctor"], repo, bare_env(env, server))
         assert f"context 8,192 tokens (from the server's {source})" in version.stdout
         proc = run_kimi(["-p", "hi"], repo, bare_env(env, server))
     assert proc.returncode == 0, proc.stderr
@@ -46,7 +46,7 @@ def test_the_context_window_is_asked_from_the_server_and_caps_the_request(
 
 def test_context_length_flag_and_variable_win_over_the_server(repo: Path, env: dict) -> None:
     with ScriptedModelServer([{"text": "ok"}], model_info={"max_model_len": 8192}) as server:
-        version = run_kimi(["--version"], repo, {**bare_env(env, server), "KIMI_CONTEXT_LENGTH": "32768"})
+        version = run_kimi(["doctor"], repo, {**bare_env(env, server), "KIMI_CONTEXT_LENGTH": "32768"})
         assert "context 32,768 tokens (from configuration" in version.stdout
         proc = run_kimi(["-p", "hi", "--context-length", "4096"], repo, bare_env(env, server))
     assert proc.returncode == 0, proc.stderr

@@ -82,7 +82,7 @@ def test_installed_kimi_prints_its_version_and_help(release: tuple[Path, Path], 
     env = installed_env(tmp_path)
     version = kimi(release, "--version", cwd=tmp_path, env=env)
     assert version.returncode == 0, version.stderr
-    assert version.stdout.startswith("kimi ") and "python 3." in version.stdout
+    assert re.fullmatch(r"kimi \S+\n", version.stdout), version.stdout  # the version alone (kimi doctor reports)
     help_ = kimi(release, "--help", cwd=tmp_path, env=env)
     assert help_.returncode == 0 and re.search(r"--prompt\s+-p\s+TASK", help_.stdout)  # Typer's rich help
 

@@ -23,7 +23,4 @@ def test_version_prints_the_version() -> None:
     from kimi_cli import __version__
 
     out = subprocess.run([sys.executable, "-m", "kimi_cli", "--version"], capture_output=True, text=True)
-    lines = out.stdout.splitlines()
-    assert out.returncode == 0 and lines[0] == f"kimi {__version__}"
-    assert lines[1].startswith("python ") and lines[2].startswith("engine extra: ")
-    assert lines[3].startswith("endpoint: ")
+    assert out.returncode == 0 and out.stdout == f"kimi {__version__}\n"  # alone: the report is `kimi doctor`

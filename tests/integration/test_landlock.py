@@ -152,7 +152,7 @@ def test_auto_lands_on_landlock_when_bwrap_cannot_make_namespaces(
     assert proc.returncode == 0, proc.stderr
     assert result_json(proc)["reason"] == "done"
     assert list(outside.iterdir()) == [] and (repo / "inside.txt").read_text() == "in\n"
-    version = run_kimi(["--version"], repo, env)
+    version = run_kimi(["doctor"], repo, env)
     assert "sandbox: landlock (bwrap unusable, so Landlock + seccomp" in version.stdout
 
 

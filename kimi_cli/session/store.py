@@ -31,6 +31,7 @@ from kimi_cli.llm.types import Message
 from kimi_cli.session.history import repair_history
 from kimi_cli.util.jsonsafe import dumps
 from kimi_cli.util.paths import PRIVATE_DIR, make_private_dir, open_private, sessions_dir
+from kimi_cli.util.signals import alive
 
 LOG_NAME = "context.jsonl"
 META_NAME = "meta.json"
@@ -309,18 +310,6 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def list_sessions(workspace: Path) -> list[SessionInfo]:
     """This workspace's sessions, newest first. A `running` session whose process is gone (killed, crashed)
     is `interrupted`; one that never got a prompt is not listed."""
@@ -336,7 +325,7 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
         if not isinstance(meta, dict):
             continue
         status = str(meta.get("status", "?"))
-        if status == "running" and not _alive(meta.get("pid")):
+        if status == "running" and not alive(meta.get("pid")):
             status = "interrupted"
         raw_usage = meta.get("usage")
         usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}

@@ -20,6 +20,20 @@ from kimi_cli.errors import ExitCode
 GRACE_SECONDS = 1.5
 
 
+def alive(pid: object) -> bool:
+    """Whether a process with this id still exists (signal 0 sends nothing; a process of another user counts).
+    Anything but a positive int is no process: a session's metadata or a container's label may hold junk."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class CancelOnSignal:
     """Cancels `task` on SIGINT/SIGTERM and arms a watchdog that exits if the process is still here later."""
 

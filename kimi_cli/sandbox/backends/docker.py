@@ -24,6 +24,7 @@ from kimi_cli.kernel.restrict import Unavailable, docker_seccomp_profile, machin
 from kimi_cli.sandbox.base import ExecResult, GuardedSandbox, OutputCollector
 from kimi_cli.sandbox.env import SANE_PATH
 from kimi_cli.sandbox.policy import PROC_READ_ONLY, SandboxPolicy
+from kimi_cli.util.signals import alive
 
 # Runs the command, then kills whatever it left behind (kill -1 spares the caller and pid 1, the keeper).
 WRAPPER = '"$0" -c "$1"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
@@ -259,15 +260,5 @@ def reap_orphans(client: Any) -> None:
     with contextlib.suppress(Exception):
         for container in client.containers.list(all=True, filters={"label": "kimi.pid"}):
             pid = int(container.labels.get("kimi.pid", "0"))
-            if pid and not _alive(pid):
+            if pid and not alive(pid):
                 container.remove(force=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

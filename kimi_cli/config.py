@@ -12,7 +12,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -164,17 +164,6 @@ class LspSettings(_Strict):
     servers: dict[str, LspServerSettings] = Field(default_factory=dict)
 
 
-HOOK_EVENTS = (
-    "PreToolUse",
-    "PostToolUse",
-    "UserPromptSubmit",
-    "Stop",
-    "SubagentStop",
-    "SessionStart",
-    "SessionEnd",
-    "PreCompact",
-    "Notification",
-)
 HookEvent = Literal[
     "PreToolUse",
     "PostToolUse",
@@ -186,6 +175,7 @@ HookEvent = Literal[
     "PreCompact",
     "Notification",
 ]
+HOOK_EVENTS: tuple[str, ...] = get_args(HookEvent)  # the same names, in the same order, as a tuple
 HOOK_TIMEOUT = 60.0
 
 

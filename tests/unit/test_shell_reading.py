@@ -181,6 +181,8 @@ def test_git_config_parameters_are_read_setting_by_setting() -> None:
         ("find / -name rm -exec {} victim ';'", "runs the files it finds"),
         ("find . -exec nice {} +", "runs the files it finds"),
         ("find . -exec sh -c {} ';'", "as shell code"),
+        ("builtin command . a.sh", "loads or renames"),
+        ("command -p source a.sh", "loads or renames"),
     ],
 )
 def test_what_cannot_be_read_from_the_line_says_so(command: str, why: str) -> None:

@@ -21,6 +21,7 @@ WRAPPERS = {
     "busybox", "find", "fakeroot", "proot", "firejail", "systemd-run", "ssh", "caffeinate", "catchsegv",
     "valgrind", "gdb", "entr", "rlwrap", "unbuffer", "script", "pkexec", "run-parts", "toybox",
 }  # fmt: skip
+BASH_RUNNERS = {"command", "builtin"}  # builtins that run a command, a builtin among them
 # Shells whose -c argument is code; without -c they read a script or stdin, which is unreadable here.
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "tcsh", "csh", "su",
           "runuser"}  # fmt: skip
@@ -122,6 +123,9 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
             _xargs(args, found)
         if name == "find":
             _find(args)
+        # `command` and `builtin` run their first word that is no option as bash would, builtins included
+        # (`command . a.sh` sources it): that word is the program, never a mere candidate.
+        named = next((i for i, a in enumerate(args) if not (a.value or "").startswith("-")), None)
         for i, arg in enumerate(args):
             if not arg.literal:
                 raise Unreadable(f"{name} with an argument computed when it runs")
@@ -131,7 +135,7 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
                 continue
             if re.search(r"[\s;&|()<>`$]", arg.value or ""):
                 _code_text(arg, found, depth + 1)  # env -S 'rm x', ssh host 'rm x', watch 'rm x'
-            _invocation(args[i:], found, depth + 1, candidate=True)
+            _invocation(args[i:], found, depth + 1, candidate=not (name in BASH_RUNNERS and i == named))
     elif name in SHELLS:
         _shell(name, args, found, depth)
     elif name in CODE_ARGS:

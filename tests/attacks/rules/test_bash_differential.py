@@ -139,6 +139,9 @@ SHAPES = [
     "find . -name a.sh -exec {} ';'",  # find runs what it finds
     "find . -name a.sh -exec nice {} +",
     "find . -name a.sh -exec sh -c {} ';'",
+    "builtin command . a.sh",  # command and builtin run builtins too
+    "command source a.sh",
+    "builtin . a.sh",
 ]
 
 

@@ -71,7 +71,9 @@ class Shell(Tool[ShellParams]):
             status = f"timed out after {timeout} s (the command and its children were killed)"
         else:
             status = f"exit code: {result.exit_code}"
-        body = (result.output if result.output else "(no output)") + self._env_notice()
+        body = result.output if result.output else "(no output)"
+        if result.timed_out or result.exit_code != 0:  # a variable it needed may be one the sandbox withheld
+            body += self._env_missing(result.output)
         return ToolResult(
             f"{status}\n{body}",
             is_error=result.timed_out or result.exit_code != 0,
@@ -83,10 +85,10 @@ class Shell(Tool[ShellParams]):
             },
         )
 
-    def _env_notice(self) -> str:
-        """Once per session: which of kimi's environment variables the sandbox withheld, and the setting."""
+    def _env_missing(self, output: str) -> str:
+        """After a failure: the withheld variables the output names, and the setting (kimi_cli.sandbox.env)."""
         notice = getattr(getattr(self.sandbox, "policy", None), "notice", None)
-        return notice.take() if notice is not None else ""
+        return notice.missing_in(output) if notice is not None else ""
 
     async def _background(self, command: str) -> ToolResult:
         if self.tasks is None or not hasattr(self.sandbox, "spawn_spec"):
@@ -94,6 +96,6 @@ class Shell(Tool[ShellParams]):
         task = await self.tasks.start(command)
         return ToolResult(
             f"task_id: {task.id}\nstarted in the background ({self.sandbox.name} sandbox); read its output with "
-            f"TaskOutput, stop it with TaskStop. You will be told when it finishes.{self._env_notice()}",
+            f"TaskOutput, stop it with TaskStop. You will be told when it finishes.",
             display={"kind": "shell", "command": command, "exit_code": None, "timed_out": False, "task": task.id},
         )

@@ -165,6 +165,9 @@ def make_agent(
     trust_notice = runtime.trust_notice()
     if trust_notice:
         notices.insert(0, trust_notice)  # once a session: what the untrusted folder asked for, ignored
+    env_notice = getattr(getattr(runtime.sandbox, "policy", None), "notice", None)
+    if env_notice is not None and (withheld := env_notice.take()):
+        notices.append(withheld)  # once a session, to the user: the model hears of a name only when it fails
     for notice in notices:
         agent.emit(Notice(notice))
     return agent, provider

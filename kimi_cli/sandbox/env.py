@@ -103,12 +103,16 @@ def _matches(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
 
 @dataclass
 class EnvNotice:
-    """Told once per session: the first command's result says which variables were withheld."""
+    """Which of kimi's variables the sandbox withheld. The user is told once a session (a start notice: the
+    terminal, stderr); the model is told only about a name a failed command's own output mentions, never
+    the list (the host's variable names are the user's, not the model's to read)."""
 
     withheld: tuple[str, ...] = ()
     given: bool = field(default=False, compare=False)
+    named: set[str] = field(default_factory=set, compare=False)  # names the model was already told of
 
     def take(self) -> str:
+        """The user's notice, once a session; empty when nothing was withheld or it was given."""
         if self.given or not self.withheld:
             return ""
         self.given = True
@@ -116,10 +120,30 @@ class EnvNotice:
             f" and {len(self.withheld) - 12} more" if len(self.withheld) > 12 else ""
         )
         return (
-            f"\n[kimi: {len(self.withheld)} environment variable(s) of kimi's were withheld from sandboxed commands "
-            f"({shown}). The sandbox passes an allowlist, never credential-looking values; the user can pass one with "
-            '`[sandbox] env_allow = ["NAME"]` in ~/.kimi/config.toml.]'
+            f"{len(self.withheld)} environment variable(s) are withheld from sandboxed commands ({shown}): the "
+            "sandbox passes an allowlist, never credential-looking values. Pass one with "
+            '`[sandbox] env_allow = ["NAME"]` in ~/.kimi/config.toml.'
         )
+
+    def missing_in(self, output: str) -> str:
+        """For a failed command's result: the withheld variables its output names (as whole words), each told
+        once a session, so the model knows why and that the user can pass it. Empty otherwise."""
+        if not self.withheld or not output:
+            return ""
+        found = [n for n in self.withheld if n not in self.named and _word(n).search(output)]
+        if not found:
+            return ""
+        self.named.update(found)
+        names = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        verb = "is" if len(found) == 1 else "are"
+        return (
+            f"\n[kimi: {names} {verb} withheld from sandboxed commands (kimi passes an allowlist of variables); "
+            'the user can pass a variable with `[sandbox] env_allow = ["NAME"]` in ~/.kimi/config.toml.]'
+        )
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
 
 
 def sandbox_env(

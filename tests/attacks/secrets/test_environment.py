@@ -1,6 +1,7 @@
 """The environment: secrets that name rules alone would miss never reach a command; a build still works.
 
-The first command of a session says once which variables were withheld, and names the setting.
+Which variables were withheld is the user's notice, once a session, never a tool result: the model hears of a
+name only when a command failed and its own output named it.
 """
 
 from __future__ import annotations
@@ -53,11 +54,26 @@ def test_credentials_never_reach_a_command_and_build_variables_do(env_rig: Rig) 
     assert "\nPATH=" in result.output and "\nHOME=" in result.output
 
 
-def test_the_first_command_says_once_what_was_withheld_and_how_to_pass_it(env_rig: Rig) -> None:
+def test_the_withheld_list_is_told_to_the_user_once_and_never_in_a_tool_result(env_rig: Rig) -> None:
     first = env_rig.run("true").output
-    assert "env_allow" in first and "AWS_ACCESS_KEY_ID" in first and "DATABASE_URL" in first
-    assert not any(secret in first for secret in SECRETS)  # names only, never a value
-    assert "env_allow" not in env_rig.run("true").output
+    assert "env_allow" not in first and not any(name in first for name in ATTACK_ENV)
+    failed = env_rig.run("echo 'no config here' >&2; exit 3").output  # a failure that names no variable
+    assert "env_allow" not in failed and not any(name in failed for name in ATTACK_ENV)
+    told = env_rig.shell.sandbox.policy.notice.take()  # the session's start notice (terminal, stderr)
+    assert "env_allow" in told and "AWS_ACCESS_KEY_ID" in told and "DATABASE_URL" in told
+    assert not any(secret in told for secret in SECRETS)  # names only, never a value
+    assert env_rig.shell.sandbox.policy.notice.take() == ""  # once
+
+
+def test_a_command_that_fails_for_a_withheld_variable_is_told_that_one_alone(env_rig: Rig) -> None:
+    script = 'test -n "$DATABASE_URL" || { echo "error: DATABASE_URL is not set" >&2; exit 1; }'
+    out = env_rig.run(script).output
+    assert "[kimi: DATABASE_URL is withheld from sandboxed commands" in out and "env_allow" in out
+    assert not any(name in out for name in ATTACK_ENV if name != "DATABASE_URL")  # never the list
+    assert "[kimi:" not in env_rig.run(script).output  # told once a session
+    ok = env_rig.run("echo AWS_ACCESS_KEY_ID GH_PAT").output  # a success that prints names learns nothing
+    assert "[kimi:" not in ok
+    assert "[kimi:" not in env_rig.run("echo DATABASE_URLS; exit 1").output  # a whole name, not a prefix
 
 
 @pytest.mark.parametrize("backend", [b for b in backends() if b != "docker"])  # docker passes no host variable
@@ -67,7 +83,7 @@ def test_env_allow_and_env_deny(backend: str, tmp_path: Path) -> None:
     try:
         out = rig.run("env").output
         assert "\nMY_PROJECT_MODE=dev" in out and "\nCI=" not in out
-        assert "DATABASE_URL" in out.split("[kimi:")[-1]  # still withheld, and named in the notice
+        assert "DATABASE_URL" in rig.shell.sandbox.policy.notice.take()  # still withheld, and named to the user
     finally:
         rig.close()
 
@@ -107,3 +123,14 @@ def test_the_credential_net_catches_values_and_spares_ordinary_ones() -> None:
         assert not looks_like_credential(value), value
     env, withheld = sandbox_env({"KIMI_API_KEY": "k", "EDITOR": "vi"}, allow=["*"])
     assert "KIMI_API_KEY" not in env and env["EDITOR"] == "vi" and withheld == ()  # not even with allow = ["*"]
+
+
+def test_a_session_tells_the_user_on_stderr_and_the_model_nothing(repo: Path, env: dict, server) -> None:
+    from support import run_kimi, tool_call
+
+    server.add({"tool_calls": [tool_call("Shell", {"command": "true"}, "s1")]}, {"text": "done"})
+    proc = run_kimi(["-p", "go"], repo, {**env, "GH_PAT": ATTACK_ENV["GH_PAT"]}, server)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("withheld from sandboxed commands") == 1 and "GH_PAT" in proc.stderr
+    sent = repr(server.requests)
+    assert "GH_PAT" not in sent and "env_allow" not in sent

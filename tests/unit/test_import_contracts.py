@@ -57,10 +57,10 @@ def test_the_graph_names_the_tools_as_installed(graph: grimp.ImportGraph) -> Non
         assert all(line.startswith("from kimi_cli import ") for line in lines), (importer, lines)
 
 
-def check_with(graph: grimp.ImportGraph, importer: str, imported: str, name: str) -> Any:
-    """The named contract checked on the whole graph with one more import (line 1 of the importer)."""
+def check_with(graph: grimp.ImportGraph, importer: str, imported: str, name: str, line: int = 1) -> Any:
+    """The named contract checked on the whole graph with one more import (at `line` of the importer)."""
     bad = import_contracts.rename(graph)
-    bad.add_import(importer=importer, imported=imported, line_number=1, line_contents="x")
+    bad.add_import(importer=importer, imported=imported, line_number=line, line_contents="x")
     import_contracts._whole[:] = [bad]
     try:
         return contract(named(name)).check(graph, verbose=False)
@@ -84,3 +84,11 @@ def test_lazy_imports_are_told_from_eager_ones() -> None:
     source = (ROOT_DIR / "tools" / "base.py").read_text().splitlines()
     assert any(source[line - 1].startswith("from pydantic import") for line in eager)
     assert not any("ImageLimits" in source[line - 1] for line in eager)  # under TYPE_CHECKING
+
+
+def test_a_heavy_library_imported_at_module_level_breaks_lazy(graph: grimp.ImportGraph) -> None:
+    """As if tools/base.py's top-level pydantic import were one of the MCP SDK: it would load on every start."""
+    source = (ROOT_DIR / "tools" / "base.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if text.startswith("from pydantic import"))
+    check = check_with(graph, "kimi_cli.tools.base", "mcp", "Heavy libraries", line)
+    assert check.metadata["found"] == [f"kimi_cli.tools.base -> mcp (l. {line}, when imported)"]

@@ -74,12 +74,28 @@ TABLE: dict[str, ProgramOptions] = {
     "sort": ProgramOptions({"-o": WRITES, "--output": WRITES, "--compress-program": RUNS}),
     "git": ProgramOptions({"-c": RUNS, "--config-env": RUNS, "--exec-path": RUNS, "--output": WRITES,
                            "--ext-diff": RUNS, "--upload-pack": RUNS, "--receive-pack": RUNS, "--exec": RUNS}),
+    # curl and wget reach the network by name; these also write files the user did not name in the rule
+    # (`curl -o ~/.bashrc URL`) or read a config file that may say where.
+    "curl": ProgramOptions({"-o": WRITES, "--output": WRITES, "-O": WRITES, "--remote-name": WRITES,
+                            "--remote-name-all": WRITES, "--output-dir": WRITES, "-D": WRITES,
+                            "--dump-header": WRITES, "-c": WRITES, "--cookie-jar": WRITES, "--trace": WRITES,
+                            "--trace-ascii": WRITES, "--libcurl": WRITES, "--etag-save": WRITES,
+                            "--stderr": WRITES, "-K": FROM_FILE, "--config": FROM_FILE}),
+    "wget": ProgramOptions({"-O": WRITES, "--output-document": WRITES, "-o": WRITES, "--output-file": WRITES,
+                            "-a": WRITES, "--append-output": WRITES, "-P": WRITES, "--directory-prefix": WRITES,
+                            "-x": WRITES, "--force-directories": WRITES, "-e": RUNS, "--execute": RUNS,
+                            "--config": FROM_FILE, "--use-askpass": RUNS}),
+    "sqlite3": ProgramOptions({"-cmd": RUNS, "-init": FROM_FILE}),
 }
 # fmt: on
 GIT_SUBCOMMAND_OPTIONS = {name: dict.fromkeys(options, RUNS) for name, options in COMMAND_OPTIONS.items()}
 GIT_SUBCOMMAND_OPTIONS["format-patch"] = {"-o": WRITES, "--output-directory": WRITES}
+GIT_SUBCOMMAND_OPTIONS["archive"] |= {"-o": WRITES, "--output": WRITES, "--remote": NETWORK}
+# sqlite3's dot-commands and SQL functions that run a program, write or load files (`sqlite3 db '.shell rm x'`).
+SQLITE_RISKS = re.compile(r"(^|[;\n])\s*\.(shell|system|output|once|save|backup|import|load|read|excel|open|cd)\b"
+                          r"|\b(writefile|load_extension|edit|readfile)\s*\(", re.I)  # fmt: skip
 GIT_RUNS_ARGUMENTS = {"bisect": "run", "submodule": "foreach"}  # `git bisect run CMD`, `git submodule foreach CMD`
-CLUSTERS = {"tar", "sed", "perl", "ruby", "rsync"}  # short options that group (`-xzf`, `-ni`, `-avze`)
+CLUSTERS = {"tar", "sed", "perl", "ruby", "rsync", "curl", "wget"}  # short options that group (`-xzf`, `-ni`, `-avze`)
 VIM_SAFE_SHORT = re.compile(r"-[RrnNmMbhlALHFV]+")  # read-only, recovery off... flags that take no command
 
 
@@ -100,6 +116,10 @@ def risk(words: list[str], covered: int = 1) -> str:
         return f"xargs {RUNS} on its input (`{named[0]}`)" if named else ""
     if program == "env" and any(not a.startswith("-") and "=" not in a for a in args[first:]):
         return f"env {RUNS} with the environment it is given"
+    if program == "sqlite3":
+        hit = next((a for a in args[first:] if SQLITE_RISKS.search(a)), None)
+        if hit is not None:
+            return f"its SQL `{hit[:40]}` runs a program or writes files"
     if program == "rsync":
         remote = [a for a in args[first:] if re.match(r"[^/.][^/]*:|rsync://", a)]
         if remote:

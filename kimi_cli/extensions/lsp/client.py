@@ -111,7 +111,7 @@ class LanguageServer:
             self.process = await spawn(self.located, self.sandbox, self.workspace, self.private_tmp)
             proc = self.process.proc
             assert proc.stdout is not None and proc.stdin is not None
-            self.conn = Connection(proc.stdout, proc.stdin, self._notified, self._asked)  # type: ignore[arg-type]
+            self.conn = Connection(proc.stdout, proc.stdin, self._notified, self._asked)
             self._tasks = [asyncio.ensure_future(self._serve(self.conn, generation)),
                            asyncio.ensure_future(self._watch(self.process, generation))]  # fmt: skip
             result = await self.conn.request("initialize", protocol.initialize_params(self.workspace, self.spec),

@@ -125,7 +125,8 @@ def _session(tmp_path: Path, env: dict[str, str], server: object, backend: str, 
     ws.mkdir()
     plant(ws, Path(env["HOME"]) / "outside-mark")
     (ws / "app.ts").write_text("export default 1;\n")
-    (Path(env["HOME"]) / ".kimi" / "config.toml").write_text("[lsp]\nenabled = true\n")
+    # What runs, not how fast: a cold tsserver on a loaded machine can take longer than the default 10 s.
+    (Path(env["HOME"]) / ".kimi" / "config.toml").write_text("[lsp]\nenabled = true\nstart_timeout = 60\n")
     server.add({"tool_calls": [tool_call("ReadFile", {"path": "app.ts"})]},  # type: ignore[attr-defined]
                {"tool_calls": [tool_call("Diagnostics", {"path": "app.ts"})]},
                {"tool_calls": [tool_call("WriteFile", {"path": "app.ts", "content": TS_BAD})]},

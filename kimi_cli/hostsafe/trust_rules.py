@@ -29,6 +29,8 @@ WIDENING: dict[str, Any] = {
     "providers": "nonempty",
     "yolo": "true",
     "subagents": "limit",  # a switch: the folder may turn the Agent tool off, not back on
+    "max_steps": "limit",  # the user's own caps on a session's steps and tokens (what a run may cost)
+    "max_tokens": "limit",
     "approval.allow": "nonempty",
     "approval.policy": "limit",  # never < ask < auto (LIMIT_ORDER): the folder may only ask more
     "sandbox.mode": ("none",),
@@ -69,7 +71,7 @@ ZERO_IS_UNLIMITED: tuple[str, ...] = ("sandbox.docker_memory",)
 # erased the user's own deny rules (and `hidden_paths = []` their hidden files), untrusted and unasked.
 JOINED: tuple[str, ...] = ("approval.deny", "sandbox.hidden_paths", "sandbox.env_deny")
 NARROWING: tuple[str, ...] = (
-    "model", "max_steps", "max_output_tokens", "transport", "thinking", "max_tokens", "context_length", "effort",
+    "model", "max_output_tokens", "transport", "thinking", "context_length", "effort",
     "grep_timeout",  # capped at 600 s by the config model
     "retry.max_retries", "retry.base_delay", "retry.max_delay", "retry.request_timeout",
     "sandbox.hidden_paths", "sandbox.env_deny",
@@ -91,6 +93,8 @@ WHAT = {
     "providers": "change provider endpoints: {host} ({value})",
     "yolo": "approve every action (yolo)",
     "subagents": "turn subagents back on",
+    "max_steps": "raise the step limit to {value}",
+    "max_tokens": "raise the session's token budget to {value}",
     "approval.allow": "approve without asking: {value}",
     "approval.policy": "ask less before actions (approval.policy = {value})",
     "sandbox.mode": 'run commands with no sandbox (sandbox.mode = "none")',
@@ -137,7 +141,8 @@ DANGER: dict[str, int] = {
     "telemetry.otlp_endpoint": 1, "telemetry.otlp_headers": 1, "telemetry.log_prompts": 1,
     "yolo": 2, "approval.allow": 2, "approval.policy": 2, "sandbox.allow_network": 2, "web.allowed_hosts": 2,
     "web.enabled": 2, "web.search": 2,
-    "subagents": 3, "sandbox.docker_memory": 3, "sandbox.docker_pids_limit": 3, "shell.output_cap": 3,
+    "subagents": 3, "max_steps": 3, "max_tokens": 3, "sandbox.docker_memory": 3, "sandbox.docker_pids_limit": 3,
+    "shell.output_cap": 3,
     "shell.max_background_tasks": 3, "context.max_file_bytes": 3, "checkpoints.max_file_bytes": 3,
     "images.long_edge": 3, "models.*.image_long_edge": 3, "models.*.max_request_bytes": 3,
     "lsp.servers.*.command": 1, "lsp.languages": 2, "lsp.servers.*.languages": 2, "lsp.enabled": 3,
@@ -210,6 +215,8 @@ def default_of(pattern: str) -> Any:
 
 def magnitude(pattern: str, value: Any) -> float | None:
     """A limit's value as a number to compare (a size such as "512m" in bytes); None when it is none."""
+    if value is None:
+        return unset_means(pattern)
     order = LIMIT_ORDER.get(pattern)
     if order is not None:
         return float(order.index(value)) if value in order else None
@@ -223,6 +230,19 @@ def magnitude(pattern: str, value: Any) -> float | None:
             return None
         number = float(match.group(1)) * UNITS[match.group(2).lower()]
     return float("inf") if number == 0 and pattern in ZERO_IS_UNLIMITED else number
+
+
+def unset_means(pattern: str) -> float | None:
+    """What an unset limit (None) amounts to, where it stands for a number: no token budget at all; for steps, the cap
+    headless runs get (kimi_cli.config.HEADLESS_MAX_STEPS; interactive sessions have none, so a folder's value
+    above it is asked about, never taken as a tightening)."""
+    if pattern == "max_tokens":
+        return float("inf")
+    if pattern == "max_steps":
+        from kimi_cli.config import HEADLESS_MAX_STEPS
+
+        return float(HEADLESS_MAX_STEPS)
+    return None
 
 
 def above(pattern: str, value: Any, bound: Any) -> bool:

@@ -37,8 +37,9 @@ def kimi_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def users_config(home: Path, text: str) -> None:
+    """Put first, so that top-level keys stay top-level (the fixture's config has tables)."""
     config = home / ".kimi" / "config.toml"
-    config.write_text(config.read_text() + "\n" + text)
+    config.write_text(text + "\n" + config.read_text())
 
 
 def folder_config(folder: Path, text: str) -> None:
@@ -140,3 +141,46 @@ def test_kimi_p_an_untrusted_folder_cannot_erase_the_users_deny_rule(
     (home / ".kimi" / "config.toml").write_text("[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n")
     shell_once("rm -f victim.txt", repo, env, server, backend)
     assert not (repo / "victim.txt").exists()
+
+
+# --- the user's caps on what a session may cost ---------------------------------------------------------------
+
+
+def test_an_untrusted_folder_cannot_lift_the_users_token_budget_or_step_cap(tmp_path: Path, kimi_home: Path) -> None:
+    """`max_tokens` and `max_steps` were classified as narrowing, so a folder's value replaced the user's cap:
+    `max_tokens = 1000000000` lifted a budget of 200,000 (the money a hostile model may spend), and a
+    `max_steps` above kimi's 1,000 lifted the cap headless runs get."""
+    users_config(kimi_home.parent, "max_tokens = 200000\n")
+    folder_config(tmp_path, "max_tokens = 1000000000\nmax_steps = 100000\n")
+    state = trust.assess(tmp_path)
+    assert [w.key for w in state.asks] == ["max_steps"]  # above kimi's own cap; the budget has none to pass
+    loaded = load_config(tmp_path, {}, {}, folder=state)
+    assert (loaded.max_tokens, loaded.max_steps) == (200_000, None)
+
+
+def test_a_folder_may_tighten_the_caps_and_a_trusted_one_raise_kimis(tmp_path: Path, kimi_home: Path) -> None:
+    """As for every limit: a folder's value past the user's own is never taken (they were not asked about it),
+    one past kimi's default is asked about and applies once trusted."""
+    users_config(kimi_home.parent, "max_tokens = 200000\n")
+    folder_config(tmp_path, "max_tokens = 50000\nmax_steps = 30\n")
+    state = trust.assess(tmp_path)
+    assert state.asks == []
+    loaded = load_config(tmp_path, {}, {}, folder=state)
+    assert (loaded.max_tokens, loaded.max_steps) == (50_000, 30)
+    trust._DECIDED.clear()
+    folder_config(tmp_path, "max_tokens = 1000000\nmax_steps = 5000\n")
+    loaded = load_config(tmp_path, {}, {}, folder=trust.resolve(tmp_path, grant=True))
+    assert (loaded.max_tokens, loaded.max_steps) == (200_000, 5000)
+
+
+def test_kimi_p_an_untrusted_folder_cannot_lift_the_users_step_cap(
+    repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    users_config(home, "max_steps = 2\n")
+    folder_config(repo, "max_steps = 1000\n")
+    for n in range(3):
+        server.add({"tool_calls": [tool_call("ReadFile", {"path": "calc.py"}, f"r{n}")]})
+    server.add({"text": "done"})
+    proc = run_kimi(["-p", "read it", "--output-format", "json"], repo, env, server)
+    assert "reached the step limit (2)" in proc.stdout + proc.stderr, proc.stdout[-2000:]
+    assert len(server.requests) == 2

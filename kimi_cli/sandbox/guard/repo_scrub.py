@@ -36,7 +36,11 @@ MAX_HOOK_BYTES = 1 << 20
 MAX_LINK_BYTES = 64 * 1024
 MAX_MODULE_DIRS = 1_000
 CONFIGS = ("config", "config.worktree")
-WATCHED = (*CONFIGS, "commondir", "hooks", "worktrees", "modules")
+# An interactive rebase's list: its `exec` (`x`) lines run when the user types `git rebase --continue`, which
+# `git status` suggests ("interactive rebase in progress"). The sequencer's todo (cherry-pick, revert) takes
+# only picks and reverts, and rebase-apply (git am) no commands: neither runs a program.
+TODO = "rebase-merge/git-rebase-todo"
+WATCHED = (*CONFIGS, "commondir", "hooks", "worktrees", "modules", TODO)
 Entry = tuple[bytes, bytes | None]  # (key as git lists it, value; None for a bare `key` meaning true)
 Stamp = tuple[object, ...]
 
@@ -122,6 +126,13 @@ def scrub_config(data: bytes, allowed: frozenset[Entry]) -> tuple[bytes | None, 
     return text, bad
 
 
+def runs_command(line: bytes) -> bool:
+    """A rebase list's line that runs a program: `exec` or `x` first (git skips blanks and tabs before it;
+    any letter case is taken, to be safe)."""
+    words = line.split(None, 1)
+    return bool(words) and words[0].lower() in (b"exec", b"x")
+
+
 def runs_program(entry: Entry) -> bool:
     return names_program(_text(entry[0]), _value(entry[1]))
 
@@ -187,6 +198,8 @@ class GitDirState:
                     # read by git only once it changes: a session start with many repositories spawns nothing
                     self.start_texts[name] = safe_fs.read_at(root_fd, rel, MAX_CONFIG_BYTES)[0]
                     self.files[name] = _stamp(st)
+        with contextlib.suppress(OSError, ValueError):  # a rebase the user left going: its own exec lines stay
+            self.start_texts[TODO] = safe_fs.read_at(root_fd, f"{self.rel}/{TODO}", MAX_CONFIG_BYTES)[0]
         for name, st in self._hook_entries(root_fd):
             with contextlib.suppress(OSError, ValueError):
                 self.hooks[name] = _identity(root_fd, f"{self.rel}/hooks/{name}", st)
@@ -200,10 +213,14 @@ class GitDirState:
         removed: list[Removed] = []
         common: str | None = None
         unchecked = False
+        # Taken before anything is read: a writer racing this check (a background task) changes what the next
+        # check compares, so its change is read then. Taken after, it hid a config rewritten between our read
+        # and the stamp for good (found with a lease test under load: the plant outlived the task).
+        start = self.stamps(root_fd)
         for name in (*CONFIGS, "hooks", "commondir"):
             rel = f"{self.rel}/{name}"
             st = _lstat(root_fd, rel)
-            with contextlib.suppress(OSError, ValueError):
+            try:
                 if st is None or (name == "hooks" and stat.S_ISDIR(st.st_mode)):
                     continue
                 if stat.S_ISLNK(st.st_mode) or (name == "commondir" and stat.S_ISREG(st.st_mode)):
@@ -232,17 +249,61 @@ class GitDirState:
                     if new is not None:
                         _put_file(root_fd, rel, new, st.st_mode & 0o666)
                         removed += [Removed(self.rel, _text(k), _value(v) or "") for k, v in bad]
-                    self.files[name] = _stamp(_lstat(root_fd, rel))
+                        self.files.pop(name, None)  # what we wrote is read once more, unless raced meanwhile
+                    else:
+                        self.files[name] = _stamp(st)  # as lstat'ed before the read: a later change reads again
+            except FileNotFoundError:
+                continue  # gone since the lstat: nothing there to run
+            except (OSError, ValueError) as exc:  # never taken as clean (see _not_checked)
+                removed.append(_not_checked(self.rel, name, exc))
+                unchecked = True
+        try:
+            removed += self._check_todo(root_fd)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as exc:
+            removed.append(_not_checked(self.rel, TODO, exc))
+            unchecked = True
         for name, st in self._hook_entries(root_fd):
             rel = f"{self.rel}/hooks/{name}"
-            with contextlib.suppress(OSError, ValueError):
+            try:
                 if name.endswith(".sample") and stat.S_ISREG(st.st_mode):
                     continue  # git runs a hook by its exact name only
-                if self.hooks.get(name) != _identity(root_fd, rel, st):
-                    _remove_tree(root_fd, rel)
+                if name not in self.hooks or self.hooks[name] != _identity(root_fd, rel, st):
+                    _remove_tree(root_fd, rel)  # a new hook goes unread: nothing it holds could keep it
                     removed.append(Removed(self.rel, f"hooks/{name}"))
-        self.stamp = None if unchecked else self.stamps(root_fd)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                removed.append(_not_checked(self.rel, f"hooks/{name}", exc))
+                unchecked = True
+        self.stamp = None if unchecked else start
         return removed, common
+
+    def _check_todo(self, root_fd: int) -> list[Removed]:
+        """A rebase list's `exec` lines that were not there at the start go; a list that is not a plain file
+        git would read (a link, over 1 MB) goes whole. The rest of the rebase is left to the user."""
+        from kimi_cli.sandbox.guard.restore import _put_file, _remove_tree
+
+        rel = f"{self.rel}/{TODO}"
+        st = _lstat(root_fd, rel)
+        if st is None:
+            return []
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG_BYTES:
+            _remove_tree(root_fd, rel)
+            return [Removed(self.rel, TODO, "(not a plain file)" if not stat.S_ISREG(st.st_mode)
+                            else "(over 1 MB, not read)")]  # fmt: skip
+        data = safe_fs.read_at(root_fd, rel, MAX_CONFIG_BYTES)[0]
+        start = self.start_texts.get(TODO)
+        if data == start:
+            return []
+        known = set((start or b"").split(b"\n"))
+        lines = data.split(b"\n")
+        bad = [line for line in lines if runs_command(line) and line not in known]
+        if not bad:
+            return []
+        _put_file(root_fd, rel, b"\n".join(line for line in lines if line not in bad), st.st_mode & 0o666)
+        return [Removed(self.rel, TODO, _text(line.strip())) for line in bad]
 
     def _allowed(self, name: str) -> frozenset[Entry]:
         if name not in self.allowed:
@@ -288,6 +349,14 @@ class GitDirState:
                     else:
                         stack.append(child)  # a submodule named a/b lives in modules/a/b
         return found
+
+
+def _not_checked(repository: str, setting: str, exc: BaseException) -> Removed:
+    """A file that could not be read or removed (a lease a command holds on it makes every open fail with
+    EAGAIN, and a config left unread once was never looked at again): reported, and the git dir's stamp is
+    not kept, so it is read again after the next command, when a background task ends, and at the close."""
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return Removed(repository, setting, f"(could NOT be checked: {why}; checked again after the next command)")
 
 
 def _link_text(root_fd: int, rel: str, st: os.stat_result) -> bytes:

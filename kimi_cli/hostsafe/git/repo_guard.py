@@ -44,16 +44,22 @@ PROGRAM_KEY = re.compile(
     r"|pager\..+|alias\..+|uploadpack\.packobjectshook|remote\..+\.(uploadpack|receivepack)|hook\..+\.command"
     r"|trailer\..+\.(command|cmd)|include\.path|includeif\..+\.path|submodule\..+\.update|interactive\.difffilter"
     r"|sendemail\.(.+\.)?(smtpserver|tocmd|cccmd|headercmd)|imap\.tunnel|guitool\..+\.cmd|(browser|man)\..+\.(cmd|path)"
-    r"|instaweb\..+)$",
+    r"|instaweb\..+|protocol\.(ext\.)?allow)$",
     re.IGNORECASE | re.DOTALL,
 )
 BANG_ONLY = re.compile(r"^(alias\..+|submodule\..+\.update)$", re.IGNORECASE | re.DOTALL)  # a program only with `!`
+# protocol.allow / protocol.ext.allow: anything but "never" lets a remote's `ext::sh -c ...` URL (or one an
+# insteadOf rewrites to it) run its command at the user's `git fetch`, `pull` or an editor's auto-fetch
+# (git's default for ext is never; protocol.file.allow and the others enable no command of the repository's).
+TRANSPORT = re.compile(r"^protocol\.(ext\.)?allow$", re.IGNORECASE | re.DOTALL)
 
 
 def names_program(key: str, value: str | None) -> bool:
     """Whether a config entry (as `git config --list` names it) makes git run a program."""
     if not PROGRAM_KEY.match(key):
         return False
+    if TRANSPORT.match(key):
+        return (value or "").strip().lower() != "never"
     return not BANG_ONLY.match(key) or (value or "").lstrip().startswith("!")
 
 

@@ -62,3 +62,17 @@ def test_worktree_outside_git_is_a_usage_error(tmp_path: Path, env: dict) -> Non
     plain.mkdir()
     proc = run_kimi(["-p", "x", "--worktree"], plain, env)
     assert proc.returncode == 2 and "not in a git repository" in proc.stderr
+
+
+def test_undo_in_a_worktree_undoes_its_session_only(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    edits = [{"tool_calls": [tool_call("WriteFile", {"path": "notes.txt", "content": f"step {k}\n"}, f"w{k}")]}
+             for k in (1, 2)]  # fmt: skip
+    server.add(*edits, {"text": "wrote"})
+    assert run_kimi(["-p", "write notes", "--worktree", "u1", "--yolo"], repo, env, server).returncode == 0
+    tree = repo.parent / "repo.worktrees" / "u1"
+    assert (tree / "notes.txt").read_text() == "step 2\n"
+    assert run_kimi(["undo", "1"], repo, env).returncode != 0  # the main checkout has no session to undo
+    undo = run_kimi(["undo", "1"], tree, env)  # the last step
+    assert undo.returncode == 0, undo.stderr
+    assert (tree / "notes.txt").exists(), undo.stdout + undo.stderr
+    assert (tree / "notes.txt").read_text() == "step 1\n" and not (repo / "notes.txt").exists()

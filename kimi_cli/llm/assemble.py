@@ -69,11 +69,19 @@ class ChunkAssembler:
 
     def _read_usage(self, data: dict[str, Any]) -> None:
         details = data.get("prompt_tokens_details") or {}
-        cached = data.get("cached_tokens") or (details.get("cached_tokens") if isinstance(details, dict) else 0)
+        details = details if isinstance(details, dict) else {}
+        cached = data.get("cached_tokens") or details.get("cached_tokens")
+        # Prompt-cache writes, under the names relays use for them (Anthropic's, OpenRouter's); Moonshot's
+        # chat usage, as its own client reads it, has cached_tokens only.
+        written = (
+            data.get("cache_creation_input_tokens") or details.get("cache_write_tokens")
+            or details.get("cache_creation_tokens")
+        )  # fmt: skip
         self.usage = Usage(
             prompt_tokens=int(data.get("prompt_tokens") or 0),
             completion_tokens=int(data.get("completion_tokens") or 0),
             cached_tokens=int(cached or 0),
+            cache_write_tokens=int(written) if isinstance(written, int) and written > 0 else 0,
         )
         self.usage_seen = self.usage.prompt_tokens > 0 or self.usage.completion_tokens > 0
 

@@ -1,8 +1,11 @@
-"""What a run cost: input split into prompt-cache hits and misses, each at its own rate from the model table.
+"""What a run cost: input split into prompt-cache hits, writes and misses, each at its own rate from the model table.
 
 One place computes it for `/cost`, the status line, the headless JSON result and the ci-repair report.
 K3.1 Pro bills a cache hit at a tenth of a miss, and kimi's stable prefix exists to be a cache hit, so a
-cost with one input price would be wrong by up to 10x.
+cost with one input price would be wrong by up to 10x. Writes to the prompt cache are priced apart (5-minute
+and 1-hour writes, models.toml); they are counted where the server's usage reports them (`cache_write_tokens`,
+kimi_cli/llm/assemble.py), and are otherwise among the misses, which is their price for a 5-minute write on
+every K3-family model.
 """
 
 from __future__ import annotations
@@ -28,10 +31,23 @@ class Rates:
     cached_input: float
     output: float
     source: str
+    cache_write: float = 0.0  # a 5-minute write; 0: billed as a miss
+    cache_write_1h: float = 0.0
 
     @property
     def priced(self) -> bool:
         return any((self.input, self.cached_input, self.output))
+
+    @property
+    def write(self) -> float:
+        """What one written token costs (per 1M): the write price, or a miss's where none is set apart."""
+        return self.cache_write or self.input
+
+    def line(self) -> str:
+        """The rates in one line, for `/cost`."""
+        writes = f" / ${self.cache_write:g} write (5 min)" if self.cache_write else ""
+        writes += f" / ${self.cache_write_1h:g} write (1 h)" if self.cache_write_1h else ""
+        return f"${self.input:g} miss / ${self.cached_input:g} hit{writes} / ${self.output:g} output per 1M tokens"
 
 
 def rates_for(info: ModelInfo, override: PricingOverride | None = None) -> Rates:
@@ -46,21 +62,27 @@ def rates_for(info: ModelInfo, override: PricingOverride | None = None) -> Rates
     source = f"{info.id}: {info.price_source}"
     if changed:
         source = f"[pricing] in your config ({', '.join(changed)}); otherwise {source}"
-    return Rates(values["input"], values["cached_input"], values["output"], source)
+    return Rates(
+        values["input"], values["cached_input"], values["output"], source, info.price_cache_write,
+        info.price_cache_write_1h,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Cost:
     """Tokens by kind and dollars by kind, for a usage dict (prompt_tokens, cached_tokens, completion_tokens)."""
 
-    uncached_tokens: int
+    uncached_tokens: int  # misses, the cache writes among them
     cached_tokens: int
     output_tokens: int
     rates: Rates
+    written_tokens: int = 0  # of the misses, those the server says it wrote to the prompt cache (5 minutes)
 
     @property
     def uncached_usd(self) -> float:
-        return self.uncached_tokens * self.rates.input / 1e6
+        """Misses at the miss rate; the written ones at the write rate."""
+        written = min(self.written_tokens, self.uncached_tokens)
+        return ((self.uncached_tokens - written) * self.rates.input + written * self.rates.write) / 1e6
 
     @property
     def cached_usd(self) -> float:
@@ -86,6 +108,7 @@ class Cost:
             "input_cached_tokens": self.cached_tokens,
             "output_tokens": self.output_tokens,
             "input_uncached_usd": round(self.uncached_usd, 6),
+            "input_cache_write_tokens": self.written_tokens,
             "input_cached_usd": round(self.cached_usd, 6),
             "output_usd": round(self.output_usd, 6),
             "total_usd": round(self.total_usd, 6),
@@ -93,6 +116,8 @@ class Cost:
                 "input": self.rates.input,
                 "cached_input": self.rates.cached_input,
                 "output": self.rates.output,
+                "cache_write": self.rates.cache_write,
+                "cache_write_1h": self.rates.cache_write_1h,
             },
             "rates_source": self.rates.source,
         }
@@ -106,17 +131,19 @@ class Cost:
                 f"${self.total_usd:.4f} (misses ${self.uncached_usd:.4f} + hits ${self.cached_usd:.4f} + "
                 f"output ${self.output_usd:.4f})"
             )
+        writes = f", {self.written_tokens:,} of them cache writes" if self.written_tokens else ""
         return (
             f"input {self.uncached_tokens + self.cached_tokens:,} = {self.cached_tokens:,} cache hits + "
-            f"{self.uncached_tokens:,} misses ({100 * self.hit_ratio:.0f}% hit) · output {self.output_tokens:,} · "
-            f"{money}"
+            f"{self.uncached_tokens:,} misses{writes} ({100 * self.hit_ratio:.0f}% hit) · output "
+            f"{self.output_tokens:,} · {money}"
         )
 
 
 def cost_of(usage: Mapping[str, int], rates: Rates) -> Cost:
     prompt = int(usage.get("prompt_tokens", 0) or 0)
     cached = min(int(usage.get("cached_tokens", 0) or 0), prompt)
-    return Cost(prompt - cached, cached, int(usage.get("completion_tokens", 0) or 0), rates)
+    written = min(int(usage.get("cache_write_tokens", 0) or 0), prompt - cached)
+    return Cost(prompt - cached, cached, int(usage.get("completion_tokens", 0) or 0), rates, written)
 
 
 def first_request_line(first: Any) -> str:

@@ -133,3 +133,16 @@ def resolve_context_length(
     if found:
         return found, source
     return _fallback(endpoint, info)
+
+
+def remember_window(endpoint: Endpoint, window: int, source: str) -> None:
+    """A window the server stated in an error (kimi_cli/llm/window.py): the next session starts from it
+    instead of the larger figure it had cached or assumed."""
+    cache = _read_cache()
+    cache[f"{endpoint.base_url} {endpoint.model}"] = {
+        "context_length": int(window), "source": source, "checked": time.time(),
+    }  # fmt: skip
+    with contextlib.suppress(OSError):
+        from kimi_cli.hostsafe.fs import write_private  # the one atomic write
+
+        write_private(_cache_path(), json.dumps(cache, indent=1))

@@ -45,9 +45,15 @@ class ConnectFailure(Exception):
 
 
 class ContextOverflow(KimiError):
-    """The server says the request does not fit its context window; compaction may help."""
+    """The server says the request does not fit its context window; compaction may help. `window` and
+    `asked` are the figures its message gave (kimi_cli/llm/window.py), where it gave them."""
 
     exit_code = ExitCode.ERROR
+
+    def __init__(self, message: str, window: int | None = None, asked: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.asked = asked
 
 
 @dataclass(frozen=True)

@@ -35,17 +35,30 @@ class ModelInfo:
     price_input: float
     price_cached_input: float
     price_output: float
+    price_cache_write: float
+    price_cache_write_1h: float
     price_source: str
+    answer_field: str
+    max_output: int
+    min_answer: int
+    token_ratio: float
+    token_margin: float
     max_tools: int
     max_request_bytes: int
     image_patch: int
     image_long_edge: int
     image_max_pixels: int
-    source: str = "the model table"
+    source: str = "the model table"  # which layers made this entry (the table, the local engine, your config)
+    facts_source: str = ""  # the entry's own `source`: where its prices, window and fields come from
 
     @property
     def priced(self) -> bool:
         return any((self.price_input, self.price_cached_input, self.price_output))
+
+    def answer_room(self, window: int) -> int:
+        """The smallest answer budget worth sending in a window this size: the table's `min_answer`, but
+        never more than an eighth of a small window (a 4k server still gets its 512)."""
+        return max(64, min(self.min_answer, window // 8))
 
     def describe(self) -> str:
         """One line for `kimi doctor`, `/model` and `/cost`."""
@@ -55,19 +68,25 @@ class ModelInfo:
             control = "thinking enabled" + ("|disabled" if self.thinking_can_disable else " (always)")
         else:
             control = "no reasoning control sent"
+        writes = (
+            f" / ${self.price_cache_write:g} cache write (5 min), ${self.price_cache_write_1h:g} (1 h)"
+            if self.price_cache_write or self.price_cache_write_1h
+            else ""
+        )
         prices = (
-            f"${self.price_input:g} in / ${self.price_cached_input:g} cached / ${self.price_output:g} out per 1M"
+            f"${self.price_input:g} in / ${self.price_cached_input:g} cached{writes} / ${self.price_output:g} out "
+            "per 1M"
             if self.priced
             else "no price"
         )
         images = f"images <= {self.image_long_edge}px" if self.image_input else "no images"
         return (
             f"{self.name} [{self.id}] ({self.source}): window {self.context_window:,}; {control}; {prices}; "
-            f"{images}; <= {self.max_tools} tools"
+            f"answers <= {self.max_output:,} tokens as {self.answer_field}; {images}; <= {self.max_tools} tools"
         )
 
 
-_FIELDS = {f.name for f in fields(ModelInfo)} - {"id", "known", "source"}
+_FIELDS = {f.name for f in fields(ModelInfo)} - {"id", "known", "source", "facts_source"}
 
 
 @functools.cache
@@ -96,10 +115,12 @@ def _find(model: str, entries: dict[str, Any]) -> tuple[str, dict[str, Any]] | N
 
 def _build(model: str, layers: list[dict[str, Any]], known: bool, source: str) -> ModelInfo:
     merged: dict[str, Any] = {}
+    facts = ""
     for layer in layers:
         merged.update({k: v for k, v in layer.items() if k in _FIELDS and v is not None})
+        facts = str(layer.get("source") or facts)  # the entry's own `source` key: where its facts come from
     merged["effort_levels"] = tuple(str(x) for x in merged.get("effort_levels", ()))
-    return ModelInfo(id=model, known=known, source=source, **merged)
+    return ModelInfo(id=model, known=known, source=source, facts_source=facts, **merged)
 
 
 def lookup(model: str, provider: str = "", overrides: dict[str, dict[str, Any]] | None = None) -> ModelInfo:

@@ -6,7 +6,9 @@ empty stream (once). Not retried: an unresolvable host, 401/403/404/400; a refus
 field we sent drops the field, once.
 
 Model-specific fields come from the model table (kimi_cli/llm/models.py): the reasoning effort goes as
-`reasoning_effort` to K3-family models and as `thinking` to K2.x, and to no other model.
+`reasoning_effort` to K3-family models and as `thinking` to K2.x, and to no other model; the answer budget
+goes as `max_completion_tokens` to the K3 family and as `max_tokens` elsewhere, on every request
+(kimi_cli/llm/window.py). A server's "too long" that names its window teaches the provider that window.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from kimi_cli.config import Endpoint, RetrySettings
 from kimi_cli.errors import AuthError, ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.llm.assemble import ChunkAssembler, StreamCallbacks
 from kimi_cli.llm.failures import ContextOverflow, Failure, HTTPFailure, classify
-from kimi_cli.llm.models import ModelInfo, lookup, reasoning_fields
+from kimi_cli.llm.models import ModelInfo, lookup, reasoning_fields, with_context
 from kimi_cli.llm.retry import backoff_delay, parse_retry_after
+from kimi_cli.llm.server_tokens import ServerTokenizer
 from kimi_cli.llm.transport import HttpxTransport, OpenAITransport, Transport
 from kimi_cli.llm.types import Completion, Message
+from kimi_cli.llm.window import answer_budget, answer_fields, window_in
 from kimi_cli.llm.wire import EncodedHistory
 from kimi_cli.util.logs import get_logger
 from kimi_cli.util.redact import MIN_SECRET_LEN, register_secret
@@ -38,12 +42,15 @@ OPTIONAL_FIELDS = (
     "prompt_cache_key",
     "stream_options",
     "tool_choice",
+    "max_completion_tokens",  # before max_tokens: "max_tokens" is in its name
     "max_tokens",
     "parallel_tool_calls",
     "reasoning_effort",
     "thinking",
 )
 TOLD_FIELDS = ("reasoning_effort", "thinking")  # the user chose these: say so when the server refuses one
+ANSWER_FIELDS = ("max_completion_tokens", "max_tokens")  # dropped only when refused, never for "too large"
+BODY_BYTES_PER_TOKEN = 3  # a caller that counted nothing: the body's size is a rough, high count
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 REFUSED_TRIES_REMOTE = 2
 REFUSED_TRIES_LOCAL = 4  # a refused connection to this machine: a server that may be starting up
@@ -85,6 +92,9 @@ class ChatProvider:
         self.dropped: set[str] = set()  # optional fields this endpoint rejected
         self.extra_body = dict(extra_body or {})
         self.model_seconds = 0.0
+        self._tokenizer: ServerTokenizer | None = None
+        self.on_window: Callable[[int], None] = lambda _n: None  # a window learned from a server's "too long"
+        self.last_budget: int | None = None  # the answer budget of the last request (tests, the debug log)
         register_secret(endpoint.api_key)
 
     @property
@@ -93,6 +103,33 @@ class ChatProvider:
             cls = OpenAITransport if self.transport_name == "openai" else HttpxTransport
             self._transport = cls(self.endpoint.base_url, self.endpoint.api_key, self.retry.request_timeout)
         return self._transport
+
+    @property
+    def server_tokens(self) -> ServerTokenizer | None:
+        """The server's own tokenizer (llama-server and vLLM answer /tokenize); None for Moonshot's API,
+        which has none, and once the server showed it has none."""
+        if self.endpoint.provider == "moonshot":
+            return None
+        if self._tokenizer is None:
+            self._tokenizer = ServerTokenizer(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.model)
+        return self._tokenizer if self._tokenizer.available else None
+
+    @property
+    def window(self) -> int:
+        return self.model_info.context_window
+
+    def learn_window(self, window: int, source: str) -> bool:
+        """A window the server stated: smaller than what kimi believed, it wins (and is remembered for the
+        next session); never grows here. True when it changed anything."""
+        if window >= self.window:
+            return False
+        log.debug("the server's window is %d tokens (%s), not %d", window, source, self.window)
+        self.model_info = with_context(self.model_info, window)
+        from kimi_cli.llm.endpoint_info import remember_window
+
+        remember_window(self.endpoint, window, source)
+        self.on_window(window)
+        return True
 
     def redact(self, text: str) -> str:
         """The key, as a whole token, becomes [REDACTED]; short dummy keys are not secrets."""
@@ -136,7 +173,7 @@ class ChatProvider:
         if tools:
             out["tool_choice"] = "auto"
         if max_tokens:
-            out["max_tokens"] = max_tokens
+            out.update(answer_fields(self.model_info, max_tokens, self.dropped))
         out.update(self.reasoning())
         out.update(self.extra_body)
         return {k: v for k, v in out.items() if k not in self.dropped}
@@ -206,10 +243,25 @@ class ChatProvider:
             f"model endpoint {self.endpoint.base_url} unavailable after {attempt + 1} attempts; last error: {last}"
         )
 
+    def rough_budget(self, messages: list[Message], tools: list[dict[str, Any]]) -> int:
+        """An answer budget for a caller that counted nothing (a subagent): the body's bytes as a high
+        token count, the rest of the window up to the model's cap, and never under its smallest answer."""
+        body = self.history.body({}, messages, tools)
+        prompt = len(body) // BODY_BYTES_PER_TOKEN
+        found = answer_budget(self.model_info, self.window, prompt)
+        return found if found is not None else self.model_info.answer_room(self.window)
+
     async def _stream_once(
         self, messages: list[Message], tools: list[dict[str, Any]], cb: StreamCallbacks, max_tokens: int | None
     ) -> Completion:
-        fields = self.fields(bool(tools), max_tokens, messages)
+        # Every request carries an answer budget: the caller's (the agent counts its requests), within the
+        # model's cap; a caller that counted nothing, or asked for the whole window (a subagent), gets one
+        # from the body's size.
+        budget = min(max_tokens, self.model_info.max_output) if max_tokens else None
+        if budget is None or budget >= self.window:
+            budget = min(budget or self.model_info.max_output, self.rough_budget(messages, tools))
+        self.last_budget = budget
+        fields = self.fields(bool(tools), budget, messages)
         body = self.history.body(fields, messages, tools)
         log.debug(
             "POST %s/chat/completions model=%s messages=%d (%d newly encoded) bytes=%d fields=%s",
@@ -230,9 +282,13 @@ class ChatProvider:
     def _drop_rejected_field(self, exc: BaseException) -> bool:
         if not isinstance(exc, HTTPFailure) or exc.status not in (400, 422):
             return False
+        if window_in(exc.message)[0] is not None:
+            return False  # "'max_tokens' is too large: ... maximum context length is 4096": a size, not a refusal
         for name in OPTIONAL_FIELDS:
-            if name in TOLD_FIELDS and not _refuses(exc.message, name):
+            if name in TOLD_FIELDS + ANSWER_FIELDS and not _refuses(exc.message, name):
                 continue  # "thinking is enabled but reasoning_content is missing" names it without refusing it
+            if name == "max_tokens" and "max_completion_tokens" in exc.message:
+                continue  # the other field's name holds this one's
             if name not in self.dropped and name in exc.message:
                 self.dropped.add(name)
                 log.debug("the server rejected %s; sending requests without it from now on", name)
@@ -274,7 +330,10 @@ class ChatProvider:
                 f"{model!r} (--model / KIMI_MODEL)."
             )
         if failure.kind == "overflow":
-            return ContextOverflow(last)
+            window, asked = window_in(last)
+            if window is not None:
+                self.learn_window(window, "the server's own error")
+            return ContextOverflow(last, window, asked)
         if failure.kind == "bad_request":
             return ConfigError(
                 f"{url} rejected the request ({last}). Check the model name {model!r} and the server's limits."

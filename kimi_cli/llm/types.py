@@ -15,30 +15,36 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0  # input the server says it wrote to the prompt cache (priced apart: costs.py)
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         self.cached_tokens += other.cached_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
     @classmethod
     def from_dict(cls, data: dict[str, int]) -> Usage:
         """From `as_dict()`'s shape (total_tokens is derived, so it is ignored)."""
         return cls(
-            int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0)), int(data.get("cached_tokens", 0))
-        )
+            int(data.get("prompt_tokens", 0)), int(data.get("completion_tokens", 0)), int(data.get("cached_tokens", 0)),
+            int(data.get("cache_write_tokens", 0)),
+        )  # fmt: skip
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        out = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,
             "total_tokens": self.total_tokens,
         }
+        if self.cache_write_tokens:  # only where a server reports writes: every other result keeps its shape
+            out["cache_write_tokens"] = self.cache_write_tokens
+        return out
 
 
 @dataclass

@@ -68,6 +68,37 @@ def test_costs_split_cache_hits_and_misses_and_config_prices_win() -> None:
     assert first_request_line(Usage(100, 1, 80)).startswith("first request hit the prompt cache: 80 of 100")
 
 
+def test_each_entry_says_where_its_facts_come_from_and_prices_cache_writes() -> None:
+    for model in known_ids():
+        info = lookup(model)
+        assert info.facts_source, f"{model}: no `source` in models.toml"
+        k3 = model.startswith("kimi-k3")
+        assert info.answer_field == ("max_completion_tokens" if k3 else "max_tokens"), model
+        assert 0 < info.min_answer <= info.max_output, model
+        if k3:  # a 5-minute write costs a miss, a 1-hour write twice that
+            assert info.price_cache_write == info.price_input and info.price_cache_write_1h == 2 * info.price_input
+    assert lookup("unknown-x").facts_source.startswith("safe defaults")
+    assert "cache write (5 min)" in lookup("kimi-k3.1-pro").describe()
+
+
+def test_cache_writes_are_read_from_the_usage_and_priced_at_the_write_rate() -> None:
+    from kimi_cli.llm.assemble import ChunkAssembler, StreamCallbacks
+
+    assembler = ChunkAssembler(StreamCallbacks())
+    details = {"cached_tokens": 100, "cache_write_tokens": 400}
+    assembler.feed({"choices": [], "usage": {"prompt_tokens": 1000, "prompt_tokens_details": details}})
+    usage = assembler.usage
+    assert (usage.cached_tokens, usage.cache_write_tokens) == (100, 400)
+    assert Usage.from_dict(usage.as_dict()) == usage and "cache_write_tokens" not in Usage(1, 1, 1).as_dict()
+    from dataclasses import replace
+
+    rates = replace(rates_for(lookup("kimi-k3")), cache_write=6.0)  # a write priced apart from a miss
+    cost = cost_of(usage.as_dict(), rates)
+    assert cost.written_tokens == 400 and cost.uncached_usd == pytest.approx((500 * 3.0 + 400 * 6.0) / 1e6)
+    assert "400 of them cache writes" in cost.summary() and cost.as_dict()["input_cache_write_tokens"] == 400
+    assert "$6 write (5 min)" in rates.line() and "$6 write (1 h)" in rates.line()
+
+
 @pytest.fixture
 def server() -> Iterator[Any]:
     from scripted_server import ScriptedModelServer

@@ -175,8 +175,7 @@ class SlashCommands:
         self.console.print(Text("this session: ") + Text(cost_of(usage, rates).summary()))
         self.console.print(first_request_line(self.app.provider.first_usage))
         if rates.priced:
-            per = f"${rates.input:g} miss / ${rates.cached_input:g} hit / ${rates.output:g} output per 1M tokens"
-            self.console.print(visible_text(f"rates: {per} ({rates.source})", "dim"))
+            self.console.print(visible_text(f"rates: {rates.line()} ({rates.source})", "dim"))
         else:
             self.console.print(visible_text(f"no price: {rates.source}", "dim"))
         self.console.print(

@@ -17,6 +17,8 @@ Entry keys:
   repeat_name               repeat the function name in every tool-call chunk (as some servers do)
   match                     only for a request whose first user message contains this text (concurrent
                             subagents: each one's answers find it whatever the order of requests)
+With `tokenize="llama"` or `"vllm"` the server also counts tokens as llama-server and vLLM do (POST /tokenize,
+llama's /apply-template), one token per word or punctuation mark: `tokenized` records each text it counted.
 Run as a program for benchmarks: python tests/scripted_server.py SCRIPT.json --port-file F
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import threading
 import time
@@ -42,10 +45,13 @@ class ScriptedModelServer:
         default: dict[str, Any] | None = None,
         model_info: dict[str, Any] | None = None,
         props: dict[str, Any] | None = None,
+        tokenize: str | None = None,
     ) -> None:
         self.script: list[dict[str, Any]] = list(script or [])
         self.model_info = {"context_length": 1048576} if model_info is None else model_info  # in /v1/models
         self.props = props  # llama.cpp's GET /props, when set
+        self.tokenize = tokenize  # "llama" | "vllm": answer POST /tokenize (and llama's /apply-template)
+        self.tokenized: list[str] = []
         self.required_key: str | None = None  # when set, GET /models answers 401 without `Bearer KEY`
         self.default = default  # answered when the script is used up (benchmarks); None: an error instead
         self.model = model
@@ -152,6 +158,9 @@ class _Handler(BaseHTTPRequestHandler):
         started = time.perf_counter()
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
+        if self.owner.tokenize and self.path.rstrip("/") in ("/tokenize", "/apply-template"):
+            self._tokenize(self.path.rstrip("/"), json.loads(raw or b"{}"))
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -164,6 +173,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.owner.serve_seconds.append(time.perf_counter() - started)
             self.owner.timeline.append((received, time.time(), len(raw)))
 
+    def _tokenize(self, path: str, body: dict[str, Any]) -> None:
+        dialect = self.owner.tokenize
+        if path == "/apply-template" and dialect == "llama":
+            self._json(200, {"prompt": render_chat(body.get("messages", []), body.get("tools"))})
+            return
+        if dialect == "llama" and isinstance(body.get("content"), str):
+            text = body["content"]
+        elif dialect == "vllm" and isinstance(body.get("prompt"), str) and body.get("model"):
+            text = body["prompt"]
+        elif dialect == "vllm" and isinstance(body.get("messages"), list) and body.get("model"):
+            text = render_chat(body["messages"], body.get("tools"))
+        else:
+            self._json(400, {"error": {"message": "scripted tokenizer: not this request's shape"}})
+            return
+        self.owner.tokenized.append(text)
+        count = len(count_tokens(text))
+        self._json(
+            200, {"count": count, "tokens": list(range(count))} if dialect == "vllm" else {"tokens": [0] * count}
+        )
+
     def _answer(self, entry: dict[str, Any] | None, body: dict[str, Any]) -> None:
         if entry is None:
             self._json(400, {"error": {"message": "scripted server: script exhausted", "type": "invalid_request"}})
@@ -175,6 +204,9 @@ class _Handler(BaseHTTPRequestHandler):
             default = {"error": {"message": f"scripted error {entry['error']}", "type": "engine_overloaded"}}
             self._json(int(entry["error"]), entry.get("body", default), headers)
             return
+        if self.owner.tokenize and "usage" not in entry:  # the usage its own tokenizer gives the prompt
+            prompt = len(count_tokens(render_chat(body.get("messages", []), body.get("tools"))))
+            entry = {**entry, "usage": {**_estimate_usage(entry, body), "prompt_tokens": prompt}}
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
@@ -215,6 +247,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(payload)
+
+
+def count_tokens(text: str) -> list[str]:
+    """The scripted tokenizer: a word or a punctuation mark is a token."""
+    return re.findall(r"\w+|[^\w\s]", text)
+
+
+def render_chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """A ChatML rendering, the tools as JSON in a system block (as most chat templates do)."""
+    out = [f"<tools>{json.dumps(tools)}</tools>"] if tools else []
+    for message in messages:
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content)
+        if message.get("tool_calls"):
+            text += json.dumps(message["tool_calls"])
+        out.append(f"<|im_start|>{message.get('role')}\n{text}<|im_end|>")
+    return "\n".join(out) + "\n<|im_start|>assistant\n"
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:

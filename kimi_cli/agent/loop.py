@@ -73,6 +73,7 @@ class ContextHooks(Protocol):
 
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int: ...
     def should_compact(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> bool: ...
+    def bind(self, provider: Any, tell: Callable[[str], None], tools: Callable[[], list[dict[str, Any]]]) -> None: ...
     async def compact(
         self, provider: Any, messages: list[Message], todos: list[dict[str, str]], touched: list[str]
     ) -> list[Message]: ...
@@ -145,6 +146,8 @@ class Agent:
         self.tools_seconds = 0.0
         self.observers: list[Observer] = []  # every event, the unshown too (kimi_cli.telemetry)
         self.call_observer: CallObserver | None = None  # sees each call that ran (the language servers)
+        if context is not None:  # the window it keeps requests in: the provider's, its notices, the tools block
+            context.bind(provider, lambda message: self.emit(Notice(message)), registry.schemas)
 
     def emit(self, event: Event) -> None:
         if event.logged:

@@ -16,7 +16,7 @@ SUMMARY_SYSTEM = (
     "was learned about the code, the current state of every file touched, commands that passed or failed, "
     "and what remains to do. Do not call tools. Do not drop details needed to finish the task."
 )
-TRANSCRIPT_CAP = 400_000  # characters of transcript sent to the summariser
+TRANSCRIPT_CAP = 400_000  # characters of transcript sent to the summariser (fewer where the window is small)
 IMAGES_NOTE_PREFIX = "Images returned by "  # the loop's message carrying tool images; not the user's words
 
 
@@ -28,8 +28,9 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def transcript(messages: list[Message]) -> str:
-    """The conversation (without the system prompt) as plain text for the summariser."""
+def transcript(messages: list[Message], cap: int = TRANSCRIPT_CAP) -> str:
+    """The conversation (without the system prompt) as plain text for the summariser, at most about `cap`
+    characters: its first quarter and its last three (the task's start and where the work stands)."""
     lines: list[str] = []
     for msg in messages:
         role = msg.get("role")
@@ -44,8 +45,8 @@ def transcript(messages: list[Message]) -> str:
             text = text if len(text) < 4000 else text[:2000] + "\n[...]\n" + text[-1500:]
         lines.append(f"## {role}\n{text.strip()}")
     joined = "\n\n".join(lines)
-    if len(joined) > TRANSCRIPT_CAP:
-        head, tail = joined[: TRANSCRIPT_CAP // 4], joined[-TRANSCRIPT_CAP * 3 // 4 :]
+    if len(joined) > cap:
+        head, tail = joined[: cap // 4], joined[-cap * 3 // 4 :]
         joined = f"{head}\n\n[... middle of the conversation cut ...]\n\n{tail}"
     return joined
 
@@ -58,10 +59,13 @@ def _is_note(msg: Message) -> bool:
     return _text_of(msg.get("content")).startswith(("[kimi]", IMAGES_NOTE_PREFIX))
 
 
-def summary_request(messages: list[Message]) -> list[Message]:
+def summary_request(messages: list[Message], cap: int = TRANSCRIPT_CAP) -> list[Message]:
     return [
         {"role": "system", "content": SUMMARY_SYSTEM},
-        {"role": "user", "content": f"<conversation>\n{transcript(messages)}\n</conversation>\n\nSummarise it now."},
+        {
+            "role": "user",
+            "content": f"<conversation>\n{transcript(messages, cap)}\n</conversation>\n\nSummarise it now.",
+        },
     ]
 
 

@@ -149,10 +149,12 @@ def test_the_loop_compacts_near_the_window_and_tells_the_summariser_which_files_
 
 def test_an_overflow_from_the_server_compacts_and_asks_again_once(repo: Path) -> None:
     ctx = context_for(repo, pack=False)
-    provider = FakeProvider(ContextOverflow("too long"), text("summary"), text("answered after compaction"))
+    # the first request: nothing to summarise yet, so no summary request; the history is fitted and sent again
+    provider = FakeProvider(ContextOverflow("too long"), text("answered after compaction"))
     agent = agent_for(provider, [], repo, context=ctx, messages=[ctx.system_message("t")])
     assert asyncio.run(agent.run(user("t"))).text == "answered after compaction"
-    provider = FakeProvider(ContextOverflow("too long"), text("summary"), ContextOverflow("still"))
+    assert len(provider.requests) == 2 and provider.requests[1].messages[-1] == user("t")
+    provider = FakeProvider(ContextOverflow("too long"), ContextOverflow("still"))
     agent = agent_for(provider, [], repo, context=ctx, messages=[ctx.system_message("t")])
     with pytest.raises(KimiError, match="still too long after compaction"):
         asyncio.run(agent.run(user("t")))

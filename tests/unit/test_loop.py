@@ -134,6 +134,9 @@ class NoteHooks:
     def should_compact(self, messages: Any, prompt_tokens: int, sent_count: int) -> bool:
         return False
 
+    def bind(self, provider: Any, tell: Any, tools: Any) -> None:
+        return None
+
     async def compact(self, provider: Any, messages: Any, todos: Any, touched: list[str]) -> Any:
         raise AssertionError("not expected")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from kimi_cli.llm.types import Message
 from kimi_cli.sandbox.base import Sandbox
 from kimi_cli.sandbox.policy import build_policy
 from kimi_cli.sandbox.select import choose_sandbox
-from kimi_cli.session.store import Session
+from kimi_cli.session.store import Session, list_sessions
 
 if TYPE_CHECKING:
     from kimi_cli.agent.loop import Agent
@@ -322,6 +323,10 @@ def open_session(
     workdir: Path, model: str, choice: SessionChoice, context: SessionContext
 ) -> tuple[Session, list[Message]]:
     """Create a new session, or reopen one with its repaired history."""
+    if choice.continue_latest and not choice.resume_id and not list_sessions(workdir):
+        # `kimi -c` where nothing was started yet: a new session, said, rather than an error (exit 2)
+        sys.stderr.write("kimi: no earlier session in this workspace to continue: starting a new one\n")
+        choice.continue_latest = False
     if choice.resume_id or choice.continue_latest:
         session = Session.open(workdir, choice.resume_id) if choice.resume_id else Session.latest(workdir)
         session.mark_running()

@@ -58,6 +58,22 @@ def default_tools(extra: list[Tool[Any]] | None = None, grep_timeout: float = 20
     return ToolRegistry(tools + list(extra or []))
 
 
+EFFORTS = ("low", "high", "max")
+
+
+def _kept_effort(runtime: Runtime) -> str | None:
+    """The effort this session last chose (`/effort`, `--effort`): --continue and --resume keep it."""
+    kept = runtime.session.meta.get("effort")
+    return kept if kept in EFFORTS else None
+
+
+def keep_effort(runtime: Runtime, effort: str) -> None:
+    """Remember a chosen effort in the session's meta, for the next --continue."""
+    if effort in EFFORTS and runtime.session.meta.get("effort") != effort:
+        runtime.session.meta["effort"] = effort
+        runtime.session.save_meta()
+
+
 def make_agent(
     runtime: Runtime, emit: Callable[[Event], None], approver: Approver, headless: bool = False
 ) -> tuple[Agent, ChatProvider]:
@@ -66,8 +82,12 @@ def make_agent(
     extra: dict[str, Any] = {}
     if config.thinking is False and runtime.endpoint.provider in ("local", "openai"):
         extra["chat_template_kwargs"] = {"thinking": False}  # vLLM's K3 chat template reads this switch
-    if runtime.effort is None:
-        runtime.effort = resolve_effort(config.effort, "headless" if headless else "interactive")
+    if runtime.effort is None:  # configured (flag, variable, file), else the session's own choice, else the mode's
+        runtime.effort = resolve_effort(
+            config.effort or _kept_effort(runtime), "headless" if headless else "interactive"
+        )
+        if config.effort:
+            keep_effort(runtime, config.effort)
     provider = ChatProvider(
         runtime.endpoint, config.retry, runtime.session.id, transport=config.transport, extra_body=extra,
         model_info=runtime.info(), effort=runtime.effort, cache_scope=str(runtime.workdir),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 from pathlib import Path
@@ -76,9 +77,31 @@ def test_resume_unknown_id_is_a_usage_error(repo: Path, env: dict, server: Scrip
     assert proc.returncode == 2 and "kimi sessions" in proc.stderr
 
 
-def test_continue_without_a_session_is_a_usage_error(repo: Path, env: dict, server: ScriptedModelServer) -> None:
-    proc = run_kimi(["-p", "x", "--continue"], repo, env, server)
-    assert proc.returncode == 2 and "no earlier session" in proc.stderr
+def test_continue_without_a_session_starts_one_and_says_so(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    server.add({"text": "fresh"})
+    proc = run_kimi(["-p", "x", "--continue", "--output-format", "stream-json"], repo, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("no earlier session in this workspace to continue: starting a new one") == 1
+    init = json.loads(proc.stdout.splitlines()[0])
+    assert init["type"] == "init" and init["resumed"] is False
+    assert "Continue the task" not in json.dumps(server.requests[0]["messages"])  # the task itself, no resume note
+    server.add({"text": "again"})
+    proc = run_kimi(["-p", "y", "--continue"], repo, env, server)  # now there is one: it goes on in it
+    assert proc.returncode == 0 and "starting a new one" not in proc.stderr
+    assert "x" in [m.get("content") for m in server.requests[1]["messages"] if m["role"] == "user"]
+
+
+def test_the_effort_chosen_is_kept_on_continue(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    k3 = {**env, "KIMI_MODEL": "kimi-k3.1-pro"}  # takes reasoning_effort
+    server.add({"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"})
+    assert run_kimi(["-p", "a", "--effort", "low"], repo, k3, server).returncode == 0
+    assert server.requests[0]["reasoning_effort"] == "low"
+    assert run_kimi(["-p", "b", "--continue"], repo, k3, server).returncode == 0
+    assert server.requests[1]["reasoning_effort"] == "low"  # kept, not the headless default (max)
+    assert run_kimi(["-p", "c", "--continue", "--effort", "high"], repo, k3, server).returncode == 0
+    assert server.requests[2]["reasoning_effort"] == "high"  # a new choice wins, and is kept in turn
+    assert run_kimi(["-p", "d", "--continue"], repo, k3, server).returncode == 0
+    assert server.requests[3]["reasoning_effort"] == "high"
 
 
 def test_repair_adds_interrupted_results_and_drops_orphans() -> None:

@@ -139,6 +139,8 @@ def run_headless(opts: RunOptions) -> int:
         runtime = Runtime.build(opts.workdir, opts.config_flags, choice, progress=progress)
         if progress is not None:
             progress.finish()
+        if not prompt and runtime.start_source != "resume":
+            raise KimiError("no task given and no earlier session to continue: pass -p 'TASK'", ExitCode.USAGE)
         pack = runtime.context.last_pack
         if pack is not None and opts.output_format == "text":
             counts = ", ".join(f"{len(pack.by_mode(m))} {m}" for m in ("full", "outline", "listed"))
@@ -226,7 +228,7 @@ def init_info(runtime: Runtime, agent: Agent, opts: RunOptions) -> dict[str, Any
     pack = runtime.context.last_pack
     return {
         "session_id": runtime.session.id,
-        "resumed": bool(opts.continue_latest or opts.resume_id),
+        "resumed": runtime.start_source == "resume",  # -c with nothing to continue started a new session
         "model": runtime.endpoint.model,
         "provider": runtime.endpoint.provider,
         "context_window": runtime.context_length,

@@ -49,6 +49,8 @@ class HeadlessRenderer:
         self.err = err or sys.stderr
         self.finished: Finished | None = None
         self.printed_result = False
+        # stream-json: what the session says before `init` (its start notices) waits for it, so init is first
+        self._before_init: list[dict[str, Any]] | None = [] if fmt == "stream-json" else None
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Finished):
@@ -59,7 +61,10 @@ class HeadlessRenderer:
         if isinstance(event, RetryNotice):  # every format: a retry is never silent
             self._stderr(f"kimi: retry {event.attempt} in {event.wait_s:.1f} s: {event.error}")
         if self.fmt == "stream-json":
-            self._line(event.to_dict())
+            if self._before_init is not None:
+                self._before_init.append(event.to_dict())
+            else:
+                self._line(event.to_dict())
         elif self.fmt == "text":
             self._progress(event)
 
@@ -67,6 +72,9 @@ class HeadlessRenderer:
         """stream-json's first line: the session, model, tools and pack, before any step."""
         if self.fmt == "stream-json":
             self._line({"type": "init", **info})
+            for held in self._before_init or []:
+                self._line(held)
+            self._before_init = None
 
     def result(self, result: dict[str, Any]) -> None:
         """The run's end: one JSON object (json, stream-json), or the answer's text (text)."""

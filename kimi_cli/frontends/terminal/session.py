@@ -119,9 +119,12 @@ class InteractiveApp:
 
     def set_effort(self, effort: str) -> None:
         """`/effort LEVEL`: this and later agents of the session send it (a new prefix is not needed)."""
+        from kimi_cli.agent.toolbox import keep_effort
+
         self.runtime.effort = effort
         self.provider.effort = effort
         self.status.effort = self.effort_label()
+        keep_effort(self.runtime, effort)  # `kimi -c` goes on with it
 
     def first_request_tokens(self) -> int:
         """About what the first request will carry: the system message (instructions and the packed

@@ -266,6 +266,8 @@ def main_command(
     if attempts is not None:
         raise typer.Exit(_attempts(root, prompt, attempts, check, output_format, max_tokens, worktree))
     tree = _worktree(root, worktree) if worktree is not None else None
+    if tree is None and resume not in (None, PICK) and fork is None:
+        tree = _session_worktree(root, str(resume))  # a session of one of this repository's worktrees
     if tree is not None:
         root = tree.path
     if prompt is None:
@@ -319,6 +321,32 @@ def _worktree(root: Path, name: str) -> Any:
         raise
     typer.echo(f"kimi: in worktree {tree.path} (branch {tree.branch})", err=True)
     return tree
+
+
+def _session_worktree(root: Path, session_id: str) -> Any:
+    """The kimi worktree whose session `--resume ID` names, when it is not a session of `root` itself."""
+    from kimi_cli.errors import KimiError
+    from kimi_cli.session.store import resolve_id
+
+    try:
+        resolve_id(root, session_id)
+        return None
+    except KimiError:
+        pass
+    from kimi_cli.worktrees.trees import list_worktrees
+
+    try:
+        candidates = list_worktrees(root)
+    except KimiError:
+        return None
+    for tree in candidates:
+        try:
+            resolve_id(tree.path, session_id)
+        except KimiError:
+            continue
+        typer.echo(f"kimi: session {session_id} is in worktree {tree.name}: resuming it in {tree.path}", err=True)
+        return tree
+    return None
 
 
 def _left_worktree(tree: Any, code: int) -> int:

@@ -76,3 +76,14 @@ def test_undo_in_a_worktree_undoes_its_session_only(repo: Path, env: dict, serve
     assert undo.returncode == 0, undo.stderr
     assert (tree / "notes.txt").exists(), undo.stdout + undo.stderr
     assert (tree / "notes.txt").read_text() == "step 1\n" and not (repo / "notes.txt").exists()
+
+
+def test_resume_from_the_main_checkout_finds_the_sessions_worktree(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    server.add({"text": "first"}, {"text": "second"})
+    first = result_json(run_kimi(["-p", "one", "--worktree", "r1", "--output-format", "json"], repo, env, server))
+    again = run_kimi(["-p", "two", "--resume", first["session_id"], "--output-format", "json"], repo, env, server)
+    assert again.returncode == 0, again.stderr
+    assert result_json(again)["session_id"] == first["session_id"] and "is in worktree r1" in again.stderr
+    assert "worktree r1: branch kimi/r1" in again.stderr.strip().splitlines()[-1]

@@ -7,7 +7,8 @@ version, one error for each line that contains BAD ("bad line"). MODE changes ho
 - silent: reads everything and never answers (initialize included);
 - crash: exits with code 3 right after initialized;
 - huge: answers initialize with a Content-Length of 2 GB;
-- spam: sends an endless stream of small notifications.
+- spam: sends an endless stream of small notifications;
+- slow-changes: answers a file's opening at once, each change only 8 s later (a server gone slow after start).
 With MARKS, each start appends a line to that file (how many times it started).
 """
 
@@ -90,7 +91,11 @@ def main() -> None:
         elif method == "textDocument/didChange":
             params = message["params"]
             document = params["textDocument"]
-            publish(document["uri"], document["version"], params["contentChanges"][-1]["text"])
+            later = (document["uri"], document["version"], params["contentChanges"][-1]["text"])
+            if mode == "slow-changes":
+                threading.Timer(8.0, publish, later).start()
+            else:
+                publish(*later)
         elif method == "shutdown":
             send({"jsonrpc": "2.0", "id": message["id"], "result": None})
         elif method == "exit":

@@ -259,9 +259,12 @@ class LspManager:
 
         await protocol.load()  # once per process (~0.5 s): kimi's own cost, not the server's, so not in the bound
         began = time.monotonic()
-        pending = [self._baselines[rel] for rel in edit.paths if rel in self._baselines]
-        if pending and not all(task.done() for task in pending):  # the file as read is checked before the edit,
-            await asyncio.wait(pending, timeout=self.settings.start_timeout / 2)  # within half the bound
+        # A read's first check still running (the server is starting): it ends before the edit is sent, within
+        # half the start bound, and this edit then waits as one that starts the server. A finished one is no
+        # reason to wait longer than `timeout`.
+        pending = [t for rel in edit.paths if (t := self._baselines.get(rel)) is not None and not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=self.settings.start_timeout / 2)
         synced: list[tuple[LanguageServer, str]] = []
         for rel in edit.paths:
             text = edit.texts.get(rel)

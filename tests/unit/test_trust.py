@@ -101,7 +101,8 @@ def test_what_a_config_and_its_servers_ask_for_names_hosts_and_hidden_parts() ->
         },
     )
     words = {w.key: w.description for w in asks}
-    assert "evil.example (the URL also carries a user name)" in words["base_url"] and "..." in words["base_url"]
+    assert "evil.example (the URL also carries a user name)" in words["base_url"]
+    assert words["base_url"].endswith("@evil.example/v1)")  # the URL whole: the question wraps, never cuts
     assert words["sandbox.env_allow"] == "pass your environment variables AWS_* to commands"
     assert words["mcp:web"].startswith("start the MCP server 'web': mcp.example: https://mcp.example/sse")
     assert (

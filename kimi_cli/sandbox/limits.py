@@ -11,7 +11,8 @@ COMMON = (
     "/proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only: no sysctl write, as root too",
     "seccomp: no setuid/setgid bits, no new namespaces, no TIOCSTI, no unix datagram or vsock sockets",
     ".git (config, hooks, info/attributes, links) and .kimi checked and put back after every command; a repository "
-    "a command makes or changes (nested too) loses the settings and hooks that would run a program",
+    "a command makes or changes (nested too) loses the settings, hooks and rebase exec lines that would run a "
+    "program; one it cannot read (a lease held on it) is named as not checked and read again after each command",
 )
 ENFORCES: dict[str, tuple[str, ...]] = {
     "bwrap": (

@@ -7,6 +7,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kimi_cli.session.history import INTERRUPTED, repair_history
 
 from scripted_server import ScriptedModelServer
@@ -118,3 +120,20 @@ def test_repair_adds_interrupted_results_and_drops_orphans() -> None:
     repaired = repair_history(history)
     assert [m.get("tool_call_id") for m in repaired if m["role"] == "tool"] == ["a", "b"]
     assert repaired[-1]["content"] == INTERRUPTED
+
+
+@pytest.mark.parametrize("cols", [60, 120])
+def test_interactive_continue_with_no_session_starts_one_and_says_so(
+    repo: Path, env: dict, server: ScriptedModelServer, cols: int
+) -> None:
+    from terminal import finish, spawn
+
+    term = spawn(repo, env, server, "-c", cols=cols)  # it reaches the prompt: no exit 2
+    assert "no earlier session in this workspace to continue" in " ".join(term.transcript.split())
+    server.add({"text": "hello back"})
+    term.line("hello")
+    term.wait_for("hello back")
+    assert finish(term) == 0
+    server.add({"text": "still here"})
+    again = run_kimi(["-p", "more", "--continue"], repo, env, server)  # the session it started is the latest
+    assert again.returncode == 0 and "starting a new one" not in again.stderr

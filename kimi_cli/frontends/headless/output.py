@@ -60,6 +60,8 @@ class HeadlessRenderer:
             return
         if isinstance(event, RetryNotice):  # every format: a retry is never silent
             self._stderr(f"kimi: retry {event.attempt} in {event.wait_s:.1f} s: {event.error}")
+        elif isinstance(event, Notice) and self.fmt == "json":  # json's stdout is the result alone: notes on stderr
+            self._stderr(f"kimi: note: {event.message}")
         if self.fmt == "stream-json":
             if self._before_init is not None:
                 self._before_init.append(event.to_dict())

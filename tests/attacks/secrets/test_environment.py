@@ -134,3 +134,6 @@ def test_a_session_tells_the_user_on_stderr_and_the_model_nothing(repo: Path, en
     assert proc.stderr.count("withheld from sandboxed commands") == 1 and "GH_PAT" in proc.stderr
     sent = repr(server.requests)
     assert "GH_PAT" not in sent and "env_allow" not in sent
+    server.add({"text": "done"})
+    proc = run_kimi(["-p", "go", "--output-format", "json"], repo, {**env, "GH_PAT": ATTACK_ENV["GH_PAT"]}, server)
+    assert proc.stderr.count("withheld from sandboxed commands") == 1  # json mode: on stderr too

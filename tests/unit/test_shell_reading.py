@@ -241,6 +241,16 @@ def test_the_arguments_of_a_plain_command_beyond_the_rule(words: list[str], cove
         (["rsync", "-a", "--delete", "a/", "b/"], 1, "writes files"),
         (["sort", "-ofile", "in"], 1, "writes files"),
         (["find", ".", "-fprint", "out"], 1, "writes files"),
+        (["sed", "--in-pl=.b", "s/a/b/", "f"], 1, "writes files"),  # getopt_long's prefixes
+        (["git", "format-patch", "--output-d=/tmp", "-1"], 2, "writes files"),
+        (["sed", "--quiet", "p", "f"], 1, ""),
+        (["pytest", "--basetemp=/home/me", "-q"], 1, "writes files"),
+        (["pytest", "-p", "evil_plugin"], 1, "runs a program"),
+        (["pytest", "-q", "-p", "no:cacheprovider", "-pno:randomly"], 1, ""),  # plugins turned off
+        (["pytest", "-q", "-x", "tests/test_api.py", "-k", "add"], 1, ""),
+        (["npm", "test", "--script-shell=/tmp/sh"], 2, "runs a program"),
+        (["npm", "test", "--", "--shell=x", "-c"], 2, ""),  # the test script's own arguments
+        (["npm", "test"], 2, ""),
         (["curl", "-fsSLo", "/etc/x", "https://a"], 1, "writes files"),
         (["curl", "--output=../x", "https://a"], 1, "writes files"),
         (["curl", "-K", "cfg", "https://a"], 1, "from a file"),

@@ -44,6 +44,11 @@ AWK = ProgramOptions({"-f": FROM_FILE, "--file": FROM_FILE, "-i": RUNS, "--inclu
                       "-E": RUNS, "--exec": RUNS, "-o": WRITES, "--pretty-print": WRITES, "-p": WRITES,
                       "--profile": WRITES, "-d": WRITES, "--dump-variables": WRITES}, script="awk")
 
+NPM = ProgramOptions({"--script-shell": RUNS, "--shell": RUNS, "--node-options": RUNS, "-c": RUNS, "--call": RUNS,
+                      "--userconfig": FROM_FILE, "--globalconfig": FROM_FILE, "--prefix": WRITES,
+                      "--cache": WRITES})
+AFTER_DASHES = {"npm", "pnpm", "yarn"}  # the words after `--` are the script's, not the runner's options
+
 TABLE: dict[str, ProgramOptions] = {
     "sed": ProgramOptions({"-i": WRITES, "--in-place": WRITES, "-f": FROM_FILE, "--file": FROM_FILE},
                           script="sed"),
@@ -86,6 +91,14 @@ TABLE: dict[str, ProgramOptions] = {
                             "-x": WRITES, "--force-directories": WRITES, "-e": RUNS, "--execute": RUNS,
                             "--config": FROM_FILE, "--use-askpass": RUNS}),
     "sqlite3": ProgramOptions({"-cmd": RUNS, "-init": FROM_FILE}),
+    # pytest: a plugin or class it imports, files and folders it writes (--basetemp is emptied first).
+    "pytest": ProgramOptions({"-p": RUNS, "--pdbcls": RUNS, "--basetemp": WRITES, "--junitxml": WRITES,
+                              "--junit-xml": WRITES, "--log-file": WRITES, "--report-log": WRITES,
+                              "--result-log": WRITES, "--html": WRITES, "--debug": WRITES, "--cov-report": WRITES,
+                              "-o": WRITES, "--override-ini": WRITES, "-c": FROM_FILE, "--config-file": FROM_FILE,
+                              "--rootdir": FROM_FILE}),
+    # npm and friends: settings on the command line that pick the shell or node options scripts run with.
+    "npm": NPM, "pnpm": NPM, "yarn": NPM,
 }
 # fmt: on
 GIT_SUBCOMMAND_OPTIONS = {name: dict.fromkeys(options, RUNS) for name, options in COMMAND_OPTIONS.items()}
@@ -108,6 +121,10 @@ def risk(words: list[str], covered: int = 1) -> str:
     if table is None:
         return ""
     args = words[1:]
+    if program in AFTER_DASHES and "--" in args:
+        args = args[: args.index("--")]
+    if program == "pytest":  # `-p no:NAME` turns a plugin off: nothing is imported
+        args = [a for i, a in enumerate(args) if not _plugin_off(args, i)]
     first = max(covered - 1, 0)  # the index in args from which words are not the rule's own
     if program == "git":
         return _git(args, first)
@@ -132,6 +149,14 @@ def risk(words: list[str], covered: int = 1) -> str:
     return ""
 
 
+def _plugin_off(args: list[str], i: int) -> bool:
+    if args[i].startswith("-pno:"):
+        return True
+    return (args[i] == "-p" and i + 1 < len(args) and args[i + 1].startswith("no:")) or (
+        args[i].startswith("no:") and i > 0 and args[i - 1] == "-p"
+    )
+
+
 def _options(program: str, table: ProgramOptions, args: list[str], first: int) -> str:
     for i, arg in enumerate(args):
         if table.stop and (not arg.startswith(("-", "+")) or arg == "--"):
@@ -148,7 +173,13 @@ def _match(arg: str, options: dict[str, str], program: str) -> str:
     if arg in options:
         return options[arg]
     if arg.startswith("--"):
-        return options.get(arg.partition("=")[0], "")
+        name = arg.partition("=")[0]
+        if name in options:
+            return options[name]
+        # getopt_long and git's parse-options take any unambiguous prefix (`sed --in-pl=.b` is -i): a
+        # prefix of a listed option counts as that option, ambiguous or not.
+        prefixed = [key for key in options if len(name) > 2 and key.startswith("--") and key.startswith(name)]
+        return options[prefixed[0]] if prefixed else ""
     if arg.startswith("+") and "+" in options:
         if program == "more" and re.fullmatch(r"\+(\d+|/.*)", arg):
             return ""

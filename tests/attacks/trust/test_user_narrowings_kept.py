@@ -184,3 +184,30 @@ def test_kimi_p_an_untrusted_folder_cannot_lift_the_users_step_cap(
     proc = run_kimi(["-p", "read it", "--output-format", "json"], repo, env, server)
     assert "reached the step limit (2)" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     assert len(server.requests) == 2
+
+
+MEMORY = "echo mem=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null)"
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_kimi_p_an_untrusted_zero_memory_limit_leaves_the_container_bounded(
+    trusted: bool, repo: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    """Through `kimi -p --sandbox docker`: untrusted, the container keeps kimi's 4g; trusted (the legitimate
+    side: the user agreed), the folder's 0 is Docker's no limit."""
+    from sandbox_fixtures import docker_ready
+
+    from support import require
+
+    ok, why = docker_ready()
+    require("docker", ok, f"the docker backend is not tested: {why}")
+    from docker_image import IMAGE
+
+    users_config(home, f'[sandbox]\ndocker_image = "{IMAGE}"\n')
+    folder_config(repo, '[sandbox]\ndocker_memory = "0"\n')
+    server.add({"tool_calls": [tool_call("Shell", {"command": MEMORY}, "m")]}, {"text": "done"})
+    flags = ["--trust"] if trusted else []
+    proc = run_kimi(["-p", "look", "--sandbox", "docker", *flags], repo, env, server, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = tool_results(server, 1)[0]
+    assert (f"mem={4 << 30}" in seen) is not trusted, seen

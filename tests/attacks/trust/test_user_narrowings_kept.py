@@ -189,9 +189,10 @@ def test_kimi_p_an_untrusted_folder_cannot_lift_the_users_step_cap(
 MEMORY = "echo mem=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null)"
 
 
+@pytest.mark.parametrize("backend", [b for b in backends() if b == "docker"])
 @pytest.mark.parametrize("trusted", [False, True])
 def test_kimi_p_an_untrusted_zero_memory_limit_leaves_the_container_bounded(
-    trusted: bool, repo: Path, env: dict, home: Path, server: ScriptedModelServer
+    trusted: bool, backend: str, repo: Path, env: dict, home: Path, server: ScriptedModelServer
 ) -> None:
     """Through `kimi -p --sandbox docker`: untrusted, the container keeps kimi's 4g; trusted (the legitimate
     side: the user agreed), the folder's 0 is Docker's no limit."""

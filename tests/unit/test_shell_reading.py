@@ -118,6 +118,7 @@ def test_the_programs_a_line_starts(command: str, expected: list[str]) -> None:
 
 
 def test_xargs_and_find_exec_with_a_program_they_name() -> None:
+    assert "rm" in names("env -S'rm x'") and "rm" in names("env --split-string='rm x'")
     assert "echo" in names("xargs -0 < list")  # no program: xargs runs echo
     assert {"xargs", "sh", "rm"} <= set(names("xargs sh -c 'rm \"$@\"' _ < list"))  # the input: the body's arguments
     assert {"find", "sh", "rm"} <= set(names("find . -exec sh -c 'rm \"$1\"' _ {} ';'"))
@@ -183,6 +184,9 @@ def test_git_config_parameters_are_read_setting_by_setting() -> None:
         ("find . -exec sh -c {} ';'", "as shell code"),
         ("builtin command . a.sh", "loads or renames"),
         ("command -p source a.sh", "loads or renames"),
+        ("env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls", "BASH_FUNC_"),
+        ("bash --rcfile a.sh -ic true", "start-up files"),
+        ("bash -lc ls", "start-up files"),
     ],
 )
 def test_what_cannot_be_read_from_the_line_says_so(command: str, why: str) -> None:

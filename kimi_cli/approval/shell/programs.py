@@ -130,6 +130,10 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
             if not arg.literal:
                 raise Unreadable(f"{name} with an argument computed when it runs")
             text = arg.value or ""
+            if name == "env" and text.startswith("BASH_FUNC_"):
+                raise Unreadable("env hands a function to the bash it starts (BASH_FUNC_)")
+            if name == "env" and (text.startswith("--split-string=") or (text.startswith("-S") and len(text) > 2)):
+                _code_str(text.partition("=")[2] if text.startswith("--") else text[2:], found, depth + 1)
             if name == "env" and "=" in text and NAME.fullmatch(text.partition("=")[0]):
                 _assigned(text.partition("=")[0], text.partition("=")[2], found, depth)  # env NAME=value: an assignment
                 continue
@@ -228,7 +232,11 @@ def _shell(name: str, args: list[Word], found: Findings, depth: int) -> None:
         if skip:
             skip = False
             continue
-        if value in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+        if value in ("--rcfile", "--init-file", "--login", "--interactive") or (
+            value.startswith("-") and not value.startswith("--") and ("i" in value or "l" in value)
+        ):  # an interactive or login shell first runs its start-up files (~/.bashrc, --rcfile FILE)
+            raise Unreadable(f"{name} {value} runs start-up files, which cannot be read here")
+        if value in ("-o", "+o", "-O", "+O"):
             skip = True  # the option's own argument
             continue
         if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:

@@ -142,6 +142,10 @@ SHAPES = [
     "builtin command . a.sh",  # command and builtin run builtins too
     "command source a.sh",
     "builtin . a.sh",
+    "env 'BASH_FUNC_ls%%=() { touch y; }' bash -c ls",  # a function handed to a child bash
+    "bash --rcfile a.sh -ic true",  # start-up files
+    "env -S'touch y'",  # env -S glued
+    "env --split-string='touch y'",
 ]
 
 

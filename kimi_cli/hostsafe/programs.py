@@ -55,7 +55,7 @@ class Walk:
 
 def walk_links(path: str) -> Walk:
     """Resolve `path` as the kernel would, keeping what a check must see: a link anywhere on the way can be
-    pointed elsewhere later, not only the last one (this module's PATH checks, hooks.pins)."""
+    pointed elsewhere later, not only the last one (this module's PATH checks, hostsafe.pins)."""
     walk = Walk()
     pending = [c for c in path.split(os.sep) if c]
     while pending:

@@ -169,8 +169,9 @@ def _pin_server(project: ProjectSettings, source: str, name: str, server: Any) -
 
 
 def _read_hooks(project: ProjectSettings) -> None:
-    from kimi_cli.extensions.hooks import claude, pins
+    from kimi_cli.extensions.hooks import claude
     from kimi_cli.extensions.hooks.config import hooks_from
+    from kimi_cli.hostsafe import pins
 
     project.kimi_hooks = hooks_from(project.config.get("hooks"), "project")
     if (project.folder / ".claude").is_dir():

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kimi_cli.extensions.hooks import pins
 from kimi_cli.extensions.hooks.config import Hook
+from kimi_cli.hostsafe import pins
 
 OUTPUT_CAP = 64 * 1024  # of each stream, kept for the model or the user
 
@@ -199,7 +199,7 @@ class _Spawn:
 
 
 class HookRunner:
-    """Runs hooks for one workspace; knows the pinned scripts (kimi_cli.extensions.hooks.pins)."""
+    """Runs hooks for one workspace; knows the pinned scripts (kimi_cli.hostsafe.pins)."""
 
     def __init__(
         self,

@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kimi_cli.extensions.hooks import claude, pins
+from kimi_cli.extensions.hooks import claude
 from kimi_cli.extensions.hooks.config import Hook, _table, hooks_from
+from kimi_cli.hostsafe import pins
 
 if TYPE_CHECKING:
     from kimi_cli.hostsafe.trust import FolderTrust

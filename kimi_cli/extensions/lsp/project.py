@@ -2,7 +2,7 @@
 
 `node_modules/.bin/typescript-language-server` or `.venv/bin/basedpyright-langserver` in the workspace is a
 program the workspace controls. kimi runs one only in a trusted folder, and only while the file is what the
-user trusted: its digest (the links on the way and the content, kimi_cli.extensions.hooks.pins.digest) is
+user trusted: its digest (the links on the way and the content, kimi_cli.hostsafe.pins.digest) is
 taken when trust is assessed and compared before every start. A different file, or one added since, is not run
 in this session (the user's own server runs, or none); the next start asks again.
 """
@@ -20,8 +20,8 @@ KEY = "lsp:project:"
 
 def widenings(project: ProjectSettings) -> list[tuple[str, object, str]]:
     """For kimi_cli.hostsafe.trust: each project server present, with its digest (key, value, words)."""
-    from kimi_cli.extensions.hooks.pins import digest
     from kimi_cli.extensions.lsp.servers import project_servers
+    from kimi_cli.hostsafe.pins import digest
 
     if project.users_own:
         return []
@@ -43,6 +43,6 @@ def still_pinned(folder_path: object, rel: str, pins: dict[str, str]) -> bool:
     """The project server's file is still the one trusted (checked right before it starts)."""
     from pathlib import Path
 
-    from kimi_cli.extensions.hooks.pins import digest
+    from kimi_cli.hostsafe.pins import digest
 
     return rel in pins and digest(Path(str(folder_path)), rel) == pins[rel]

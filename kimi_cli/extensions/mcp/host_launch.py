@@ -35,13 +35,13 @@ def command_line(command: str, args: list[str]) -> str:
 
 def server_pins(command: str, args: list[str], cwd: Path) -> dict[str, str]:
     """Digests of the files inside `cwd` (the workspace) that the server's command line names."""
-    from kimi_cli.extensions.hooks.pins import pin
+    from kimi_cli.hostsafe.pins import pin
 
     return pin(command_line(command, args), cwd)
 
 
 def changed_pins(pins: dict[str, str], cwd: Path) -> list[str]:
-    from kimi_cli.extensions.hooks.pins import changed
+    from kimi_cli.hostsafe.pins import changed
 
     return changed(pins, cwd)
 

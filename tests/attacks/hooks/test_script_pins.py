@@ -1,4 +1,4 @@
-"""Hook script pins against a reader of kimi_cli/extensions/hooks/pins.py.
+"""Hook script pins against a reader of kimi_cli/hostsafe/pins.py.
 
 A hook runs on the host; a workspace script it names is pinned by digest at session start (and its digest
 joins the folder's trust digest), so a sandboxed command or a file tool cannot swap it. The pin reads the

@@ -171,8 +171,8 @@ def test_a_flipped_hook_never_gets_loaded(tmp_path: Path, kimi_home: Path) -> No
 
 
 def test_a_flipped_hook_script_is_pinned_as_it_was_trusted(tmp_path: Path, kimi_home: Path) -> None:
-    from kimi_cli.extensions.hooks import pins
     from kimi_cli.extensions.hooks.sources import load_pinned
+    from kimi_cli.hostsafe import pins
 
     (tmp_path / ".kimi").mkdir()
     (tmp_path / ".kimi" / "config.toml").write_text('[[hooks.Stop]]\ncommand = "sh hooks/guard.sh"\n')

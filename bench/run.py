@@ -14,6 +14,7 @@ sys.path.insert(0, str(HERE))
 import acp_latency  # noqa: E402
 import big_untracked  # noqa: E402
 import checkpoint  # noqa: E402
+import lsp_diagnostics  # noqa: E402
 import mcp_start  # noqa: E402
 import pack  # noqa: E402
 import shell_overhead  # noqa: E402
@@ -55,6 +56,12 @@ SECTIONS = [
         "Session start with MCP servers (issue 14; target: 3 servers cost no more than one server's own start)",
         "python3 bench/mcp_start.py 5",
         lambda q: mcp_start.main(2 if q else 5),
+    ),
+    (
+        "Language servers: from an edit to its diagnostics (issue 42; targets: an error within 3 s of the edit, "
+        "a later edit within 0.5 s)",
+        "python3 bench/lsp_diagnostics.py 3",
+        lambda q: lsp_diagnostics.main(1 if q else 3),
     ),
     (
         "Shell tool overhead per call (issue 3; targets: bwrap <= +15 ms, docker warm <= +60 ms)",

@@ -42,7 +42,7 @@ TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 X32_SYSCALL_BIT = 0x40000000
 EOPNOTSUPP = 95
 PRIO_USER, IOPRIO_WHO_USER = 2, 3
-F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP = 8, 15, 0x8901, 0x8902
+F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP, F_SETLEASE = 8, 15, 0x8901, 0x8902, 1024
 # chattr: FS_IOC_SETFLAGS (and its 32-bit twin) and FS_IOC_FSSETXATTR set append-only, no-dump, no-atime...
 SETFLAGS_IOCTLS = (0x40086602, 0x40046602, 0x401C5820)
 
@@ -203,7 +203,9 @@ def seccomp_program(
         prog.append((JEQ_K, sig["rt_sigqueueinfo"], "sig_pid", None))
         for name in ("tkill", "tgkill", "rt_tgsigqueueinfo", "pidfd_send_signal"):
             prog.append((JEQ_K, sig[name], sig_other, None))
-        prog.append((JEQ_K, sig["fcntl"], "fcntl", None))
+    # fcntl: F_SETLEASE always (a lease on a workspace file stalls every blocking open of it, host git's and the
+    # user's, 45 s each: a background task held kimi's Git tool for minutes); F_SETOWN too where signals are checked
+    prog.append((JEQ_K, int(dict(spec["signals"])["fcntl"]), "fcntl", None))  # type: ignore[call-overload]
     if host_ns:
         for nr in sorted(dict(spec["xattr"]).values()):  # type: ignore[call-overload]
             prog.append((JEQ_K, nr, "eopnotsupp", None))
@@ -249,8 +251,10 @@ def seccomp_program(
         prog.append((LD_W_ABS, _arg(0), None, None))
         prog.append((JEQ_K, 0, "allow", None))
         prog.append((JEQ_K, 0xFFFFFFFF, "eperm", sig_other))
-        labels["fcntl"] = len(prog)  # F_SETOWN: SIGIO to a pid (register: checkable); F_SETOWN_EX: in memory
-        prog.append((LD_W_ABS, _arg(1), None, None))
+    labels["fcntl"] = len(prog)  # F_SETOWN: SIGIO to a pid (register: checkable); F_SETOWN_EX: in memory
+    prog.append((LD_W_ABS, _arg(1), None, None))
+    prog.append((JEQ_K, F_SETLEASE, "eperm", None if sig else "allow"))
+    if sig:
         prog.append((JEQ_K, F_SETOWN_EX, "eperm", None))
         prog.append((JEQ_K, F_SETOWN, None, "allow"))
         prog.append((LD_W_ABS, _arg(2), None, None))

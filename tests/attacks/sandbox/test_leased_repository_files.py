@@ -1,14 +1,15 @@
-"""A file lease on a repository's config or hook does not make the guard pass over it for good.
+"""A file lease cannot hide a planted repository setting from the guard, nor stall kimi's host git.
 
 The attack: a background task ran `git init sub`, set `core.fsmonitor`, and took a write lease
 (fcntl F_SETLEASE) on `sub/.git/config`, which needs no more than owning the file. Every open of a leased
-file with O_NONBLOCK (the guard's no-follow reads) fails with EAGAIN until the lease is given up, so the
-guard's read after the next command failed; the failure was swallowed as if the file were clean and the git
-dir's stamp was kept, so it was never read again: after the task ended the plant stayed, and the user's
-`git status` ran it. The same held for a hook. Now a file the guard cannot read or remove is reported
-("could NOT be checked") and its git dir checked again after every command, when the task ends and at the
-close (kimi_cli/sandbox/guard/repo_scrub.py). The legitimate use stays: a background task that makes a
-repository with ordinary settings keeps them, and the user's git works there afterwards.
+file with O_NONBLOCK (the guard's no-follow reads) failed with EAGAIN, the failure was swallowed as if the
+file were clean and the git dir's stamp kept, so it was never read again: after the task ended the plant
+stayed, and the user's `git status` ran it. A blocking open (host git: kimi's Git tool, checkpoints, the
+user's own git) waited 45 s a leased file. Now the seccomp filter every backend shares refuses F_SETLEASE
+(kimi_cli/kernel/restrict.py), and a file the guard cannot read or remove is reported ("could NOT be
+checked") and its git dir read again after every command (kimi_cli/sandbox/guard/repo_scrub.py). The
+legitimate use stays: a background task that makes a repository with ordinary settings keeps them, and the
+user's git works there afterwards.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ HOLD = (
     "python3 -c 'import fcntl, os, signal, sys, time\n"
     "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"
     "fds = [os.open(f, os.O_RDONLY) for f in sys.argv[2:]]\n"
-    "[fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK) for fd in fds]\n"
-    'open("leased", "w").close(); print("LEASED", flush=True)\n'
+    'try: [fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK) for fd in fds]; print("LEASED", flush=True)\n'
+    'except OSError as exc: print("LEASE REFUSED", exc.errno, flush=True)\n'
+    'open("leased", "w").close()\n'
     'time.sleep(float(sys.argv[1])); os.unlink("leased")\' {secs} {files}'
 )
 PLANT = (
@@ -53,14 +55,13 @@ def users_own_git(root: Path) -> None:
     plain_git(root, "commit", "-q", "--allow-empty", "-m", "user")
 
 
-def test_a_leased_config_and_hook_are_checked_once_the_lease_is_gone(spawner_rig: Rig, tmp_path: Path) -> None:
+def test_a_lease_is_refused_and_the_planted_config_and_hook_are_taken_out(spawner_rig: Rig, tmp_path: Path) -> None:
     rig, marks = spawner_rig, tmp_path / "marks"
     plant = PLANT.format(marks=marks)
     task = rig.background(f"{plant} && " + HOLD.format(secs=6, files="sub/.git/config sub/.git/hooks/pre-commit"))
     rig.run(WAIT)
-    assert "LEASED" in rig.task_output(task)
-    during = rig.run("true")  # the guard's reads fail while the leases hold: said, never taken as clean
-    assert "could NOT be checked" in during.output or "could NOT be checked" in rig.task_output(task), during.output
+    assert "LEASE REFUSED 1" in rig.task_output(task)  # EPERM from the seccomp filter, on every backend
+    rig.run("true")
     rig.wait_task(task, 30)
     rig.run("true")
     sub = rig.ws / "sub"
@@ -103,3 +104,23 @@ def test_kimi_p_a_lease_on_a_planted_config_leaves_nothing_for_the_users_git(
     assert ("sub/.git", "core.fsmonitor") in removed and ("sub/.git", "hooks/pre-commit") in removed, removed
     users_own_git(root / "sub")
     assert ran(marks) == []
+
+
+def test_a_lease_attempt_does_not_stall_host_git(spawner_rig: Rig) -> None:
+    """Before, a lease on three changed files held the host's `git diff` (kimi's Git tool, the user's own)
+    for 45 s a file (the kernel's lease-break-time): 135 s here."""
+    import subprocess
+    import time
+
+    rig = spawner_rig
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (rig.ws / name).write_text("one\n")
+    plain_git(rig.ws, "add", "a.txt", "b.txt", "c.txt")
+    plain_git(rig.ws, "commit", "-q", "-m", "files")
+    rig.run("for f in a b c; do echo two >> $f.txt; done")
+    task = rig.background(HOLD.format(secs=20, files="a.txt b.txt c.txt"))
+    rig.run(WAIT)
+    assert "LEASE REFUSED 1" in rig.task_output(task)
+    began = time.monotonic()
+    diff = subprocess.run(["git", "diff", "--stat"], cwd=rig.ws, capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - began < 20 and "3 files changed" in diff.stdout, diff

@@ -9,7 +9,7 @@ COMMON = (
     "hidden: the credential stores in hidden_paths.txt and sandbox.hidden_paths, under $HOME, the real home "
     "(the password database's) and where XDG_*_HOME move ~/.config, ~/.local/share, ~/.local/state, ~/.cache",
     "/proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs read-only: no sysctl write, as root too",
-    "seccomp: no setuid/setgid bits, no new namespaces, no TIOCSTI, no unix datagram or vsock sockets",
+    "seccomp: no setuid/setgid bits, no new namespaces, no TIOCSTI, no unix datagram or vsock sockets, no file leases",
     ".git (config, hooks, info/attributes, links) and .kimi checked and put back after every command; a repository "
     "a command makes or changes (nested too) loses the settings, hooks and rebase exec lines that would run a "
     "program; one it cannot read (a lease held on it) is named as not checked and read again after each command",

@@ -119,6 +119,7 @@ def test_the_programs_a_line_starts(command: str, expected: list[str]) -> None:
 
 def test_xargs_and_find_exec_with_a_program_they_name() -> None:
     assert "rm" in names("env -S'rm x'") and "rm" in names("env --split-string='rm x'")
+    assert "echo" in names("xargs -a list") and "echo" not in names("xargs -n 1 rm < list")
     assert "echo" in names("xargs -0 < list")  # no program: xargs runs echo
     assert {"xargs", "sh", "rm"} <= set(names("xargs sh -c 'rm \"$@\"' _ < list"))  # the input: the body's arguments
     assert {"find", "sh", "rm"} <= set(names("find . -exec sh -c 'rm \"$1\"' _ {} ';'"))
@@ -187,6 +188,8 @@ def test_git_config_parameters_are_read_setting_by_setting() -> None:
         ("env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls", "BASH_FUNC_"),
         ("bash --rcfile a.sh -ic true", "start-up files"),
         ("bash -lc ls", "start-up files"),
+        ("read BASH_ENV <<< a.sh; export BASH_ENV; bash -c true", "BASH_ENV or ENV"),
+        ('set -a; printf -v "BASH_$x" a.sh; bash -c true', "printf -v"),
     ],
 )
 def test_what_cannot_be_read_from_the_line_says_so(command: str, why: str) -> None:

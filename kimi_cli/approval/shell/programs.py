@@ -34,6 +34,7 @@ ARITH_NAMES = {"declare", "typeset", "local", "readonly", "export", "read", "uns
                "printf", "test", "[", "wait", "getopts"}  # fmt: skip
 # Variables naming a file a shell runs as code when it starts (bash -c reads BASH_ENV; sh reads ENV).
 STARTUP_FILES = {"BASH_ENV", "ENV"}
+STARTUP_NAMED = re.compile(r"(?<![\w$])(BASH_ENV|ENV)(?!\w)")  # the name anywhere, not `$ENV` or `MY_ENV`
 # Builtins that set variables a later program may read (their `NAME=value` arguments are read as values).
 EXPORTING = {"export", "declare", "typeset", "readonly", "local"}
 # Interpreters given inline code (`python3 -c`, `perl -e`): their code is searched for denied names.
@@ -71,6 +72,8 @@ def programs_of(script: Script) -> Findings:
     """Every program a parsed line may run (the walk of `programs`, for a caller that parsed it already)."""
     found = Findings()
     try:
+        if STARTUP_NAMED.search(script.text or ""):  # set by read, printf -v, for, mapfile, then exported:
+            raise Unreadable("the line names BASH_ENV or ENV, a file of code a shell runs when it starts")
         _script(script, found, 0)
     except Unreadable as exc:
         found.unreadable = str(exc) or "unreadable"
@@ -178,13 +181,21 @@ def _xargs(args: list[Word], found: Findings) -> None:
 
     values = [a.value or "" for a in args]
     named = [(i, posixpath.basename(v)) for i, v in enumerate(values) if v and not v.startswith("-")]
-    if not named:
+    at = 0
+    while at < len(values) and values[at].startswith("-") and values[at] != "--":
+        at += 2 if values[at] in XARGS_VALUED else 1  # an option, and its value when separate
+    at += at < len(values) and values[at] == "--"
+    if at >= len(values):
         found.names.append(("echo", []))  # xargs with no program runs echo
     for i, word in named:
         if word in SHELLS and _shell_body(values[i + 1 :]) is not None:
             continue  # `xargs sh -c 'rm "$@"' _`: the input becomes the body's arguments, not its code
         if word in WRAPPERS or word in SHELLS or word in INTERPRETERS or word in TABLE:
             raise Unreadable(f"xargs hands its input to `{word}` as arguments, which may name a program it runs")
+
+
+XARGS_VALUED = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args",
+                "--max-procs", "--max-chars", "--max-lines", "--process-slot-var"}  # fmt: skip
 
 
 def _shell_body(values: list[str]) -> str | None:
@@ -253,8 +264,10 @@ def _shell(name: str, args: list[Word], found: Findings, depth: int) -> None:
 
 
 def _arith_builtin(name: str, args: list[Word]) -> None:
-    for arg in args:
+    for i, arg in enumerate(args):
         value = arg.value
+        if name == "printf" and value is None and i > 0 and args[i - 1].value == "-v":
+            raise Unreadable("`printf -v` into a variable named when it runs")  # under `set -a`, exported
         if name in ("test", "[") and value is None:
             continue  # `[ "$x" = y ]` compares text; only -v and subscripts evaluate
         if value is None or arg.glob:

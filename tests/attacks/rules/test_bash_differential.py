@@ -146,6 +146,11 @@ SHAPES = [
     "bash --rcfile a.sh -ic true",  # start-up files
     "env -S'touch y'",  # env -S glued
     "env --split-string='touch y'",
+    "read BASH_ENV <<< a.sh; export BASH_ENV; bash -c true",  # BASH_ENV set without an assignment
+    "printf -v BASH_ENV a.sh; export BASH_ENV; bash -c true",
+    "for BASH_ENV in a.sh; do export BASH_ENV; bash -c true; done",
+    'x=ENV; set -a; printf -v "BASH_$x" a.sh; bash -c true',
+    "xargs -a a.sh",  # no program after the option's value: echo
 ]
 
 

@@ -120,6 +120,8 @@ def test_the_programs_a_line_starts(command: str, expected: list[str]) -> None:
 def test_xargs_and_find_exec_with_a_program_they_name() -> None:
     assert "rm" in names("env -S'rm x'") and "rm" in names("env --split-string='rm x'")
     assert "echo" in names("xargs -a list") and "echo" not in names("xargs -n 1 rm < list")
+    assert "rm" in names("mapfile -C 'rm x' -c 1 a < f") and "rm" in names("jobs -x rm y")
+    assert "computed" in unreadable('mapfile -C "$cb" a < f') and unreadable("mapfile -C 'x(' a")
     assert "echo" in names("xargs -0 < list")  # no program: xargs runs echo
     assert {"xargs", "sh", "rm"} <= set(names("xargs sh -c 'rm \"$@\"' _ < list"))  # the input: the body's arguments
     assert {"find", "sh", "rm"} <= set(names("find . -exec sh -c 'rm \"$1\"' _ {} ';'"))

@@ -161,8 +161,21 @@ def _invocation(words: list[Word], found: Findings, depth: int, candidate: bool 
             _script(parse((arg.value or "").partition("=")[2], depth + 1), found, depth + 1)
     elif name in OPAQUE:
         raise Unreadable(f"`{name}` loads or renames commands")
+    elif name == "jobs" and any(a.value == "-x" for a in args):  # `jobs -x cmd args` runs cmd
+        rest = args[[a.value for a in args].index("-x") + 1 :]
+        if rest:
+            _invocation(rest, found, depth + 1)
     elif name in ARITH_NAMES:
         _arith_builtin(name, args)
+        if name in ("mapfile", "readarray"):  # -C CODE: a callback run every -c lines
+            for i, arg in enumerate(args):
+                text = arg.value or ""
+                code = args[i + 1] if text == "-C" and i + 1 < len(args) else arg if text.startswith("-C") else None
+                if code is not None:
+                    if not code.literal or code.value is None:
+                        raise Unreadable(f"`{name} -C` of code computed when it runs")
+                    body = code.value[2:] if code is arg else code.value
+                    _script(parse(body, depth + 1), found, depth + 1)  # unreadable code stays unreadable
         if name in EXPORTING:  # `export GIT_EXTERNAL_DIFF='rm x;'`: read like NAME=value before a command
             for arg in args:
                 text = arg.value or ""

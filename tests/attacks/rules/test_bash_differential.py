@@ -151,6 +151,9 @@ SHAPES = [
     "for BASH_ENV in a.sh; do export BASH_ENV; bash -c true; done",
     'x=ENV; set -a; printf -v "BASH_$x" a.sh; bash -c true',
     "xargs -a a.sh",  # no program after the option's value: echo
+    "mapfile -C 'touch y' -c 1 x <<< a",  # builtins that run code or a command
+    "readarray -C'touch y' -c 1 x <<< a",
+    "jobs -x touch y",
 ]
 
 

@@ -115,110 +115,152 @@ def result_object(
 
 
 def run_headless(opts: RunOptions) -> int:
+    """`kimi -p`: one HeadlessRun, rendered on stdout and stderr; Ctrl-C and SIGTERM cancel it cleanly."""
     from kimi_cli.frontends.quiet import quiet_child_watcher
 
     quiet_child_watcher()
-    started = time.perf_counter()
-    renderer = HeadlessRenderer(opts.output_format)
-    prompt = (opts.prompt or "").strip()
-    runtime: Runtime | None = None
-    try:
-        if not prompt and not (opts.continue_latest or opts.resume_id):
-            raise KimiError("no task given: pass -p 'TASK' or pipe it on stdin", ExitCode.USAGE)
-        if opts.resume_id == "@pick":
-            raise KimiError("-r without an id picks a session in an interactive session; with -p give the id "
-                            "(or its start): kimi sessions lists them", ExitCode.USAGE)  # fmt: skip
-        check_attachments(prompt, opts.images, opts.workdir)  # a missing file is told before the pack is built
-        schema = OutputSchema.load(opts.output_schema) if opts.output_schema else None  # exit 2 before any work
-        choice = SessionChoice(
-            prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id, task=prompt
-        )
-        from kimi_cli.frontends.pack_progress import PackProgress
-
-        progress = PackProgress() if opts.output_format == "text" else None
-        runtime = Runtime.build(opts.workdir, opts.config_flags, choice, progress=progress)
-        if progress is not None:
-            progress.finish()
-        if not prompt and runtime.start_source != "resume":
-            raise KimiError("no task given and no earlier session to continue: pass -p 'TASK'", ExitCode.USAGE)
-        pack = runtime.context.last_pack
-        if pack is not None and opts.output_format == "text":
-            counts = ", ".join(f"{len(pack.by_mode(m))} {m}" for m in ("full", "outline", "listed"))
-            sys.stderr.write(
-                f"kimi: packed the repository ({counts}; {pack.tokens:,} tokens) "
-                f"in {time.perf_counter() - started:.1f}s\n"
-            )
-        if opts.output_format == "text" and runtime.sandbox.name != "bwrap":
-            sys.stderr.write(f"kimi: sandbox {runtime.sandbox.name}: {runtime.sandbox_reason}\n")
-        # Sized for the model in use (its long-edge bound and request cap, from the model table).
-        visual = VisualCheck.start(opts.visual, runtime, prompt, opts.images) if opts.visual is not None else None
-        user_message = build_user_message(prompt or RESUME_PROMPT, opts.images, opts.workdir, runtime.image_limits(),
-                                          notify=lambda line: sys.stderr.write(f"kimi: {visible(line)}\n"))  # fmt: skip
-        if opts.branch:
-            sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
-    except KimiError as exc:
-        sys.stderr.write(f"kimi: {visible(str(exc))}\n")
-        session_id = runtime.session.id if runtime is not None else None
-        if runtime is not None:
-            asyncio.run(runtime.aclose())
-            runtime.session.close("error")
-        code = int(exc.exit_code)
-        reason = "usage_error" if code == ExitCode.USAGE else "error"
-        renderer.result(result_object(reason, code, message=str(exc), error=error_type(exc), session_id=session_id,
-                                      started=started))  # fmt: skip
+    run = HeadlessRun(opts, HeadlessRenderer(opts.output_format))
+    code = run.prepare()
+    if code is not None:
         return code
+    return asyncio.run(run.execute(signals=True))
 
-    approver = Approver.unattended(runtime.rules, runtime.config.yolo)
-    agent, provider = runtime.make_agent(renderer, approver, headless=True)
-    renderer.init(init_info(runtime, agent, opts))
-    run_started = time.perf_counter()
-    preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []
-    # /name, --output-schema, --visual-check, --check
-    flow = HeadlessFlow(runtime, prompt, opts.images, schema, visual=visual, check=opts.check)
-    outcome = run_until_done(agent, user_message, runtime, preamble, flow.run)
-    outcome.message = provider.redact(outcome.message)
-    usage = agent.usage.as_dict()
-    agent.emit(
-        Finished(
-            reason=outcome.reason,
-            exit_code=int(outcome.exit_code),
-            text=outcome.text,
-            steps=outcome.steps,
-            usage=usage,
-            session_id=runtime.session.id,
-            message=outcome.message,
+
+@dataclass
+class HeadlessRun:
+    """One headless task, the one code path of `kimi -p`, the SDK (kimi_cli.sdk) and `kimi mcp serve`:
+    prepare() builds the session (blocking: call it in a thread from async code), execute() runs it and
+    renders the result through `renderer`. `make_approver` decides how calls that ask are answered
+    (default: nobody can be asked, as `kimi -p`)."""
+
+    opts: RunOptions
+    renderer: HeadlessRenderer
+    make_approver: Callable[[Runtime], Approver] | None = None
+    started: float = field(default_factory=time.perf_counter)
+    runtime: Runtime | None = None
+    result: dict[str, Any] | None = None  # the result object, once rendered
+    _prompt: str = ""
+    _schema: OutputSchema | None = None
+    _visual: Any = None
+    _message: dict[str, Any] = field(default_factory=dict)
+
+    def prepare(self) -> int | None:
+        """Build the session; None when it is ready to execute, else the exit code (the result rendered)."""
+        opts, renderer = self.opts, self.renderer
+        prompt = self._prompt = (opts.prompt or "").strip()
+        try:
+            if not prompt and not (opts.continue_latest or opts.resume_id):
+                raise KimiError("no task given: pass -p 'TASK' or pipe it on stdin", ExitCode.USAGE)
+            if opts.resume_id == "@pick":
+                raise KimiError("-r without an id picks a session in an interactive session; with -p give the id "
+                                "(or its start): kimi sessions lists them", ExitCode.USAGE)  # fmt: skip
+            check_attachments(prompt, opts.images, opts.workdir)  # a missing file is told before the pack is built
+            self._schema = OutputSchema.load(opts.output_schema) if opts.output_schema else None  # exit 2 first
+            choice = SessionChoice(
+                prompt.splitlines()[0] if prompt else "", opts.continue_latest, opts.resume_id, task=prompt
+            )
+            from kimi_cli.frontends.pack_progress import PackProgress
+
+            progress = PackProgress() if opts.output_format == "text" else None
+            self.runtime = runtime = Runtime.build(opts.workdir, opts.config_flags, choice, progress=progress)
+            if progress is not None:
+                progress.finish()
+            if not prompt and runtime.start_source != "resume":
+                raise KimiError("no task given and no earlier session to continue: pass -p 'TASK'", ExitCode.USAGE)
+            pack = runtime.context.last_pack
+            if pack is not None and opts.output_format == "text":
+                counts = ", ".join(f"{len(pack.by_mode(m))} {m}" for m in ("full", "outline", "listed"))
+                sys.stderr.write(
+                    f"kimi: packed the repository ({counts}; {pack.tokens:,} tokens) "
+                    f"in {time.perf_counter() - self.started:.1f}s\n"
+                )
+            if opts.output_format == "text" and runtime.sandbox.name != "bwrap":
+                sys.stderr.write(f"kimi: sandbox {runtime.sandbox.name}: {runtime.sandbox_reason}\n")
+            # Sized for the model in use (its long-edge bound and request cap, from the model table).
+            self._visual = (
+                VisualCheck.start(opts.visual, runtime, prompt, opts.images) if opts.visual is not None else None
+            )
+            limits = runtime.image_limits()
+            notify = lambda line: sys.stderr.write(f"kimi: {visible(line)}\n")  # noqa: E731
+            self._message = build_user_message(
+                prompt or RESUME_PROMPT, opts.images, opts.workdir, limits, notify=notify
+            )
+            if opts.branch:
+                sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
+        except KimiError as exc:
+            sys.stderr.write(f"kimi: {visible(str(exc))}\n")
+            runtime = self.runtime
+            session_id = runtime.session.id if runtime is not None else None
+            if runtime is not None:
+                asyncio.run(runtime.aclose())
+                runtime.session.close("error")
+            code = int(exc.exit_code)
+            reason = "usage_error" if code == ExitCode.USAGE else "error"
+            self.result = result_object(reason, code, message=str(exc), error=error_type(exc),
+                                        session_id=session_id, started=self.started)  # fmt: skip
+            renderer.result(self.result)
+            return code
+        return None
+
+    async def execute(self, signals: bool = False) -> int:
+        """Run the prepared session to its end; the result object is rendered (and kept in .result)."""
+        runtime, opts, renderer = self.runtime, self.opts, self.renderer
+        assert runtime is not None, "prepare() first"
+        approver = (self.make_approver or _unattended)(runtime)
+        agent, provider = runtime.make_agent(renderer, approver, headless=True)
+        renderer.init(init_info(runtime, agent, opts))
+        run_started = time.perf_counter()
+        preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []
+        # /name, --output-schema, --visual-check, --check
+        flow = HeadlessFlow(runtime, self._prompt, opts.images, self._schema, visual=self._visual, check=opts.check)
+        outcome = await run_guarded(agent, self._message, runtime, preamble, flow.run, signals=signals)
+        outcome.message = provider.redact(outcome.message)
+        usage = agent.usage.as_dict()
+        agent.emit(
+            Finished(
+                reason=outcome.reason,
+                exit_code=int(outcome.exit_code),
+                text=outcome.text,
+                steps=outcome.steps,
+                usage=usage,
+                session_id=runtime.session.id,
+                message=outcome.message,
+            )
         )
-    )
-    extra = {
-        "timing": {
-            "wall_s": round(time.perf_counter() - started, 4),
-            "run_s": round(time.perf_counter() - run_started, 4),
-            "model_s": round(provider.model_seconds, 4),
-            "tools_s": round(agent.tools_seconds, 4),
-        },
-        "model": runtime.endpoint.model,
-        "provider": runtime.endpoint.provider,
-        **cost_fields(runtime, usage, provider.first_usage),
-        **flow.result_fields(),
-    }
-    warnings = runtime.exit_warnings()
-    extra["warnings"] = warnings
-    # What the sandbox took out of repositories commands made (kimi_cli/sandbox/guard/command.py): CI reads it here.
-    removed = list(getattr(runtime.sandbox, "removed_settings", []))
-    extra["git_settings_removed"] = [r.to_dict() for r in removed]
-    if opts.output_format == "text":
-        for warning in warnings:
-            sys.stderr.write(f"kimi: warning: {visible(warning)}\n")
-        for item in removed:
-            sys.stderr.write(f"kimi: removed from a repository a command made: {visible(item.text())}\n")
-    error = outcome.error_type if isinstance(outcome, FailedOutcome) else ERROR_TYPES.get(outcome.reason, "error")
-    renderer.result(
-        result_object(outcome.reason, int(outcome.exit_code), message=outcome.message, error=error,
-                      session_id=runtime.session.id, text=outcome.text, steps=outcome.steps, usage=usage, extra=extra)
-    )  # fmt: skip
-    runtime.session.set_status(outcome.reason)
-    runtime.session.close()
-    return int(outcome.exit_code)
+        extra = {
+            "timing": {
+                "wall_s": round(time.perf_counter() - self.started, 4),
+                "run_s": round(time.perf_counter() - run_started, 4),
+                "model_s": round(provider.model_seconds, 4),
+                "tools_s": round(agent.tools_seconds, 4),
+            },
+            "model": runtime.endpoint.model,
+            "provider": runtime.endpoint.provider,
+            **cost_fields(runtime, usage, provider.first_usage),
+            **flow.result_fields(),
+        }
+        warnings = runtime.exit_warnings()
+        extra["warnings"] = warnings
+        # What the sandbox took out of repositories commands made (kimi_cli/sandbox/guard/command.py): CI reads it.
+        removed = list(getattr(runtime.sandbox, "removed_settings", []))
+        extra["git_settings_removed"] = [r.to_dict() for r in removed]
+        if opts.output_format == "text":
+            for warning in warnings:
+                sys.stderr.write(f"kimi: warning: {visible(warning)}\n")
+            for item in removed:
+                sys.stderr.write(f"kimi: removed from a repository a command made: {visible(item.text())}\n")
+        error = outcome.error_type if isinstance(outcome, FailedOutcome) else ERROR_TYPES.get(outcome.reason, "error")
+        self.result = result_object(outcome.reason, int(outcome.exit_code), message=outcome.message, error=error,
+                                    session_id=runtime.session.id, text=outcome.text, steps=outcome.steps,
+                                    usage=usage, extra=extra)  # fmt: skip
+        renderer.result(self.result)
+        runtime.session.set_status(outcome.reason)
+        runtime.session.close()
+        return int(outcome.exit_code)
+
+
+def _unattended(runtime: Runtime) -> Approver:
+    return Approver.unattended(runtime.rules, runtime.config.yolo)
 
 
 def init_info(runtime: Runtime, agent: Agent, opts: RunOptions) -> dict[str, Any]:
@@ -278,16 +320,22 @@ def run_until_done(
     preamble: list[dict[str, Any]] | None = None,
     flow: Callable[[Agent, dict[str, Any], list[dict[str, Any]]], Awaitable[RunOutcome]] | None = None,
 ) -> RunOutcome:
-    """Run the loop; Ctrl-C and SIGTERM cancel it cleanly, errors become an outcome with a message."""
+    """run_guarded in its own event loop, Ctrl-C and SIGTERM cancelling it."""
+    return asyncio.run(run_guarded(agent, user_message, runtime, preamble, flow, signals=True))
 
-    guard: list[CancelOnSignal] = []
+
+async def run_guarded(
+    agent: Agent,
+    user_message: dict[str, Any],
+    runtime: Runtime,
+    preamble: list[dict[str, Any]] | None = None,
+    flow: Callable[[Agent, dict[str, Any], list[dict[str, Any]]], Awaitable[RunOutcome]] | None = None,
+    signals: bool = False,
+) -> RunOutcome:
+    """Run the loop; errors become an outcome with a message, and so does a cancellation of the run (by a
+    signal with `signals`); the runtime is closed either way. A caller cancelled itself is cancelled still."""
 
     async def main() -> RunOutcome:
-        task = asyncio.current_task()
-        assert task is not None
-        on_signal = CancelOnSignal(task)
-        on_signal.install(asyncio.get_running_loop())
-        guard.append(on_signal)
         try:
             if flow is not None:  # what the run does around the loop (kimi_cli.frontends.headless.flow)
                 return await flow(agent, user_message, preamble or [])
@@ -295,13 +343,20 @@ def run_until_done(
         finally:
             await asyncio.shield(runtime.aclose())
 
+    task = asyncio.ensure_future(main())
+    on_signal = CancelOnSignal(task) if signals else None
+    if on_signal is not None:
+        on_signal.install(asyncio.get_running_loop())
     try:
-        return asyncio.run(main())
+        return await task
     except (KeyboardInterrupt, asyncio.CancelledError):
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
         return RunOutcome("cancelled", ExitCode.CANCELLED, "", agent.steps, "cancelled; the session is saved")
     except KimiError as exc:
         reason = "provider_unavailable" if exc.exit_code == ExitCode.PROVIDER_UNAVAILABLE else "error"
         return FailedOutcome(reason, exc.exit_code, "", agent.steps, str(exc), error_type=error_type(exc))
     finally:
-        for on_signal in guard:
+        if on_signal is not None:
             on_signal.disarm()

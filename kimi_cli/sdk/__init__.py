@@ -1,0 +1,11 @@
+"""kimi's Python SDK (docs/sdk.md): Kimi (async), KimiSync, and the events of kimi_cli.sdk.events."""
+
+from __future__ import annotations
+
+from kimi_cli.frontends.headless.stream import ApprovalRequest
+from kimi_cli.sdk.client import ApprovalCallback, Kimi
+from kimi_cli.sdk.events import EVENT_SCHEMA_VERSION, Event, Result, parse_event
+from kimi_cli.sdk.sync import KimiSync
+
+__all__ = ["EVENT_SCHEMA_VERSION", "ApprovalCallback", "ApprovalRequest", "Event", "Kimi", "KimiSync", "Result",
+           "parse_event"]  # fmt: skip

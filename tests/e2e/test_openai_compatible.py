@@ -40,7 +40,7 @@ def test_the_context_window_is_asked_from_the_server_and_caps_the_request(
         proc = run_kimi(["-p", "hi"], repo, bare_env(env, server))
     assert proc.returncode == 0, proc.stderr
     body = server.requests[0]
-    assert body["max_tokens"] <= 8192
+    assert body["max_completion_tokens"] <= 8192  # the K3 family's budget field (the default model)
     assert len(body["messages"][0]["content"]) < 8192 * 4  # the pack fits the small window
 
 
@@ -50,7 +50,7 @@ def test_context_length_flag_and_variable_win_over_the_server(repo: Path, env: d
         assert "context 32,768 tokens (from configuration" in version.stdout
         proc = run_kimi(["-p", "hi", "--context-length", "4096"], repo, bare_env(env, server))
     assert proc.returncode == 0, proc.stderr
-    assert server.requests[0]["max_tokens"] <= 4096
+    assert server.requests[0]["max_completion_tokens"] <= 4096
 
 
 def test_a_moonshot_url_still_needs_a_key(repo: Path, env: dict) -> None:

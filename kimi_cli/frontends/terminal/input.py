@@ -177,7 +177,8 @@ class InputLine:
             first = first if len(first) <= room else first[: room - 1] + "…"
             parts.append(("class:queued", f"  queued: {visible(first, one_line=True)}\n"))
         if self.queued:
-            parts.append(("class:hint", _fit("  ↑ edits · sent when the turn ends · esc: interrupt, send now", width)))
+            hint = "  ↑ edits · sent when the turn ends · ctrl-s: into this turn · esc: interrupt, send now"
+            parts.append(("class:hint", _fit(hint, width)))
             parts.append(("", "\n"))
         if self.question is not None:
             return FormattedText([*parts, ("class:question bold", self.question.prompt)])

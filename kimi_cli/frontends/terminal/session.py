@@ -73,6 +73,14 @@ class InteractiveApp:
         self.input = InputLine(self.status, completer, kimi_home() / "history", self.submitted, self.interrupt,
                                self.request_exit, self.expand_last)  # fmt: skip
         self.features.bind_keys(self.input.bindings)
+        from kimi_cli.frontends.terminal.clipboard import ClipboardPaste
+        from kimi_cli.frontends.terminal.steering import Steering
+
+        self.clipboard = ClipboardPaste(self)  # Ctrl-V and /paste: the clipboard's image
+        self.clipboard.register(self.commands.registry)
+        self.clipboard.bind_keys(self.input.bindings)
+        self.steering = Steering(self)  # Ctrl-S: typed-ahead text into the running turn
+        self.steering.bind_keys(self.input.bindings)
         self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.current: asyncio.Task[Any] | None = None  # the turn or command running now
         self.interrupted_by = ""
@@ -277,7 +285,7 @@ class InteractiveApp:
 
     def after_busy(self) -> None:
         """Lines typed during the turn: sent now, or (after Ctrl-C) back on the input line."""
-        queued = self.input.take_queued()
+        queued = self.steering.leftover() + self.input.take_queued()  # steered but unread: sent first
         key, self.interrupted_by = self.interrupted_by, ""
         if not queued:
             return
@@ -344,6 +352,7 @@ class InteractiveApp:
         preamble = [{"role": "user", "content": self.runtime.resume_note}] if self.runtime.resume_note else []
         self.runtime.resume_note = ""
         self.agent.steps = 0
+        self.steering.attach(self.agent)
         self.agent.guard = LoopGuard()
         started = time.monotonic()
         outcome: Any = None

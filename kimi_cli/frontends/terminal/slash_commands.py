@@ -23,7 +23,8 @@ from kimi_cli.util.sanitize import visible, visible_text
 
 KEYS_HELP = (
     "Enter sends · Esc+Enter or Alt+Enter: newline · Esc or Ctrl-C: interrupt the turn · "
-    "typing during a turn queues a message (↑ edits it) · Ctrl-O: the last tool output in full · "
+    "typing during a turn queues a message (↑ edits it; Ctrl-S sends it into the running turn) · "
+    "Ctrl-V or /paste: the clipboard's image · Ctrl-O: the last tool output in full · "
     "Ctrl-C twice or Ctrl-D: exit · @path completes files, @shot.png attaches · Shift+Tab: ask → auto → plan mode"
 )
 

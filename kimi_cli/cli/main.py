@@ -430,10 +430,29 @@ def ci_repair_command(
         str | None, typer.Option("--sandbox", help="auto | bwrap | landlock | docker | none.", metavar="MODE")
     ] = None,
     workdir: Annotated[Path | None, typer.Option("--workdir", "-w", metavar="PATH")] = None,
+    pass_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pass-env",
+            help="Pass this environment variable to the test command and the agent's commands (repeatable; "
+            "never an API key variable).",
+            metavar="NAME",
+        ),
+    ] = None,
+    allow_network: Annotated[
+        bool,
+        typer.Option("--allow-network", help="Give the test command and the agent's commands the network."),
+    ] = False,
 ) -> None:
-    """Run the tests; if they fail, let the agent fix them, commit on a branch, and report. Never pushes.
+    """Run the tests; if they fail, let the agent fix them, commit on a branch of the run's own, and report.
+    Never pushes. Uncommitted changes are stashed for the run and put back after it; the commit holds only the
+    fix (new files the tests pass without are left out and listed). The JSON result and --report are written
+    whatever happens, errors included; progress goes to stderr.
 
-    Exit codes: 0 fixed or already green (no model call then); 3 not fixed within the budget; 1 error.
+    Exit codes: 0 fixed (green and committed) or already green (no model call then); 3 not fixed within the
+    budget (the branch keeps the best attempt); 6 green but not committed (a hook refused the commit, or no
+    file changed); 2 usage or configuration error, a refused API key (401) included; 5 the model's server
+    could not be reached; 4 cancelled; 1 any other error.
     """
     if output_format not in ("text", "json"):
         _usage("--output-format must be text or json")
@@ -442,7 +461,12 @@ def ci_repair_command(
     if effort is not None and effort not in ("low", "high", "max"):
         _usage(f"--effort must be low, high or max, not {effort!r}")
     from kimi_cli.frontends.ci_repair.repair import run_ci_repair
+    from kimi_cli.sandbox.env import pass_env_refusal
 
+    for name in pass_env or []:
+        refusal = pass_env_refusal(name)
+        if refusal:
+            _usage(f"--pass-env {name}: {refusal}")
     flags: dict[str, object] = {
         k: v
         for k, v in (
@@ -458,7 +482,11 @@ def ci_repair_command(
     if sandbox:
         flags["sandbox"] = {"mode": sandbox}
     root = (workdir or Path.cwd()).resolve()
-    raise typer.Exit(run_ci_repair(root, test, max_attempts, branch, report, output_format, test_timeout, flags))
+    raise typer.Exit(
+        run_ci_repair(
+            root, test, max_attempts, branch, report, output_format, test_timeout, flags, pass_env, allow_network
+        )
+    )
 
 
 @app.command("acp")

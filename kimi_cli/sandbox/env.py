@@ -173,3 +173,16 @@ def sandbox_env(
     out.setdefault("HOME", str(Path.home()))
     out.setdefault("LANG", "C.UTF-8")
     return out, tuple(sorted(withheld))
+
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def pass_env_refusal(name: str) -> str:
+    """Why a command line's `--pass-env NAME` cannot pass that variable; empty when it can. One name, no
+    pattern, and never what NEVER holds (kimi's own key variables among them)."""
+    if not NAME.fullmatch(name):
+        return "not a variable name (one name, no pattern)"
+    if name in NEVER:
+        return "never passed to sandboxed commands (an API key, or a variable that runs code or names a host socket)"
+    return ""

@@ -8,6 +8,8 @@ HEADLINES = {
     "already-green": "The tests already pass: nothing to repair.",
     "fixed": "The failing tests now pass.",
     "not-fixed": "Not fixed within the budget: the branch keeps the best attempt, and the tests still fail.",
+    "not-committed": "The tests pass in the working tree, but the fix is NOT committed: see the notes.",
+    "error": "The run stopped on an error: nothing was fixed.",
 }
 
 
@@ -21,17 +23,25 @@ def _tests(run: TestRun | None) -> str:
 
 def render_report(result: RepairResult, seconds: float) -> str:
     lines = [f"## kimi ci-repair: {result.status}", "", HEADLINES.get(result.status, result.status), ""]
+    if result.error:
+        lines += [f"Error: {result.error}", ""]
     lines += [f"- Test command: `{result.command}`", f"- Tests before: {_tests(result.before)}"]
-    if result.status != "already-green":
+    if result.status != "already-green" and result.before is not None:
         lines += [f"- Tests after: {_tests(result.after)}", f"- Attempts: {result.attempts}"]
         if result.branch:
             lines.append(f"- Branch: `{result.branch}`" + (f", commit `{result.commit[:12]}`" if result.commit else ""))
-    if result.before.failing:
+    if result.notes:
+        lines += ["", "### Notes", *[f"- {note}" for note in result.notes]]
+    if result.before is not None and result.before.failing:
         lines += ["", "### Failing before", *[f"- `{name}`" for name in result.before.failing[:30]]]
     if result.summary:
         lines += ["", "### Cause and change", "", result.summary.strip()]
     if result.files:
         lines += ["", "### Files changed", *[f"- `{path}`" for path in result.files]]
+    if result.left_out:
+        lines += ["", "### Left out of the commit",
+                  "New files the agent wrote that the tests pass without (kept in the working tree, untracked):",
+                  *[f"- `{path}`" for path in result.left_out]]  # fmt: skip
     usage = result.usage
     if usage:
         detail = result.cost_detail

@@ -22,11 +22,22 @@ class TestRun:
         return (0 if self.green else 1, self.counts.get("failed", 0) + self.counts.get("errors", 0) or 1_000_000)
 
 
+# Each status and its exit code: the one table --help, docs/ci-repair.md and the workflow example follow.
+# "fixed" means green AND committed; an error's code is its own (see ERROR_CODES).
+EXIT_CODES: dict[str, int] = {"fixed": 0, "already-green": 0, "not-fixed": 3, "not-committed": 6}
+ERROR_CODES: dict[int, str] = {
+    1: "error (the JSON result's error says which)",
+    2: "usage or configuration error, a refused API key (401) included",
+    4: "cancelled",
+    5: "the model's server could not be reached (refused connection, timeout)",
+}
+
+
 @dataclass
 class RepairResult:
-    status: str  # already-green | fixed | not-fixed | error
+    status: str  # already-green | fixed | not-fixed | not-committed | error
     command: str
-    before: TestRun
+    before: TestRun | None
     after: TestRun | None = None
     attempts: int = 0
     branch: str | None = None
@@ -37,6 +48,10 @@ class RepairResult:
     cost: float = 0.0
     cost_detail: dict[str, Any] = field(default_factory=dict)  # kimi_cli.llm.costs.Cost.as_dict()
     session_id: str = ""
+    error: str = ""  # status "error": what stopped the run
+    exit_code: int = 1  # status "error": the error's exit code
+    notes: list[str] = field(default_factory=list)  # what else the user must know (a refused commit, a stash)
+    left_out: list[str] = field(default_factory=list)  # new files the agent wrote that the fix does not need
 
     def as_dict(self) -> dict[str, Any]:
         def run(t: TestRun | None) -> dict[str, Any] | None:
@@ -46,4 +61,9 @@ class RepairResult:
                 "commit": self.commit, "files_changed": self.files, "summary": self.summary,
                 "tests_before": run(self.before), "tests_after": run(self.after), "usage": self.usage,
                 "cost_usd": round(self.cost, 4), "cost": self.cost_detail,
-                "session_id": self.session_id}  # fmt: skip
+                "session_id": self.session_id, "error": self.error or None, "notes": self.notes,
+                "left_out": self.left_out}  # fmt: skip
+
+
+def exit_code_of(result: RepairResult) -> int:
+    return result.exit_code if result.status == "error" else EXIT_CODES[result.status]

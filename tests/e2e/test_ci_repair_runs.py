@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from sandbox_fixtures import CountingServer, backends, sandbox_flags
+
 from scripted_server import ScriptedModelServer
 from support import free_port, git, run_kimi, tool_call
 
@@ -122,9 +122,9 @@ def test_a_new_file_the_fix_needs_is_committed(red_repo: Path, env: dict, server
     (red_repo / "calc.py").write_text("from ops import plus\n\n\ndef add(a, b):\n    return a - b\n")
     git(red_repo, "commit", "-q", "-am", "import ops")  # red: ops does not exist
     fix = {"path": "calc.py", "edit": {"old": "return a - b", "new": "return plus(a, b)"}}
+    ops = {"path": "ops.py", "content": "def plus(a, b):\n    return a + b\n"}
     server.add(
-        {"tool_calls": [tool_call("WriteFile", {"path": "ops.py", "content": "def plus(a, b):\n    return a + b\n"}),
-                        tool_call("StrReplaceFile", fix, "e1")]},  # fmt: skip
+        {"tool_calls": [tool_call("WriteFile", ops, "w1"), tool_call("StrReplaceFile", fix, "e1")]},
         {"text": "Added ops.plus."},
     )
     proc = run_kimi(["ci-repair", "--test", TEST_CMD, "--output-format", "json"], red_repo, env, server, timeout=200)

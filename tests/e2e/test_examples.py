@@ -165,6 +165,24 @@ def test_the_workflows_install_line_builds_kimi_from_a_checkout(tmp_path: Path) 
     assert [item["metadata"]["name"] for item in installed] == ["kimi-cli-agent"]
 
 
+def test_the_workflow_passes_the_failed_jobs_environment_with_least_privilege() -> None:
+    """The service, the variables it reads and the same test command reach kimi's sandbox; no token is left
+    behind for the project's code, kimi has a venv of its own, and forks never reach the job."""
+    import yaml
+
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    job = workflow["jobs"]["repair"]
+    _, runs = workflow_install()
+    assert workflow["permissions"] == {} and job["permissions"] == {"contents": "read"}
+    assert "postgres" in job["services"] and "DATABASE_URL" in job["env"]
+    assert '--test "$TEST_COMMAND"' in runs and "--pass-env DATABASE_URL --allow-network" in runs
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["persist-credentials"] is False
+    assert '"$RUNNER_TEMP/kimi/bin/python" -m pip install "kimi-cli-agent @ $KIMI_SOURCE"' in runs
+    assert "head_repository.full_name == github.repository" in job["if"]
+    assert "pull_request_target" not in WORKFLOW.read_text()
+
+
 def test_actionlint_check_catches_a_broken_workflow(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yml"
     bad.write_text(

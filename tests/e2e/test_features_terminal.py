@@ -151,6 +151,8 @@ def test_hooks_skills_fork_and_init_in_the_terminal(
         term.wait_for_output("forked: now in")
         term.line("/init")
         term.wait_for_output("+Test: `python -m pytest`")
+        term.wait_for_output("AGENTS.md: +")
+        assert term.transcript.count("+Test: `python -m pytest`") == 1  # the diff shown once (issue 46)
         assert (repo / "AGENTS.md").read_text() == agents
         term.line("/undo")
         term.wait_for_output("restored the files")

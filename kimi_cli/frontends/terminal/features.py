@@ -172,15 +172,24 @@ class SessionFeatures:
         await self.app.turn(init_prompt(workdir))
         after = read_instructions(workdir)
         diff = agents_diff(before, after)
-        if before != after:
+        if before == after:
+            self.console.print(diff)
+            return
+        from kimi_cli.frontends.terminal.panels import diff_stats
+
+        stats = diff_stats(diff)
+        try:  # a write or edit tool's panel showed the diff already: said once, not twice
+            shown = "AGENTS.md" in self.app.agent.files_written()
+        except Exception:
+            shown = False
+        if not shown:  # written some other way (a shell command): the diff is shown here
             from rich.syntax import Syntax
 
             from kimi_cli.util.sanitize import visible
 
             self.console.print(Syntax(visible(diff), "diff", theme="ansi_dark"))
-            self.console.print(Text("/undo takes it back; new sessions read it", style="dim"))
-        else:
-            self.console.print(diff)
+        line = f"AGENTS.md: +{stats.added} -{stats.removed} lines; /undo takes it back; new sessions read it"
+        self.console.print(Text(line, style="dim"))
 
     # --- custom commands -----------------------------------------------------------------------------------
 

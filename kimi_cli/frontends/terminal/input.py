@@ -7,9 +7,9 @@ and Ctrl-C are keys, seen by the key bindings below whatever runs (a stream, a c
 Output printed meanwhile goes above the prompt (prompt_toolkit's patch_stdout).
 
 What it shows, bottom up: the status line; the input line (`❯`); the question being asked, if any; the
-messages typed during a turn, queued. Enter on the input line hands the text to `on_submit` (Esc+Enter or
-Alt+Enter adds a newline); while a turn runs the session queues it (↑ on an empty line takes the last one
-back for editing, deleting it drops it).
+messages typed during a turn, queued. Enter on the input line hands the text to `on_submit` (Esc+Enter,
+Alt+Enter or a backslash before Enter adds a newline); while a turn runs the session queues it (↑ on an empty
+line takes the last one back for editing, deleting it drops it).
 """
 
 from __future__ import annotations
@@ -210,6 +210,10 @@ class InputLine:
             buffer = event.current_buffer
             if self.question is not None:
                 self._answer(self.question.default if self.question.keys else buffer.text.strip())
+                return
+            if buffer.document.text_before_cursor.endswith("\\"):  # `line\` Enter: a newline, as in a shell
+                buffer.delete_before_cursor(1)
+                buffer.insert_text("\n")
                 return
             state = buffer.complete_state
             if state is not None and state.current_completion is not None:

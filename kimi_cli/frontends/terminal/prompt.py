@@ -32,7 +32,7 @@ class KimiCompleter(Completer):
                 yield Completion(
                     "/" + command.name,
                     start_position=-len(text),
-                    display="/" + command.name,
+                    display=visible(command.usage or "/" + command.name, one_line=True),  # the argument-hint too
                     display_meta=visible(meta, one_line=True),
                 )
             return

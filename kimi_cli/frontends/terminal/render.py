@@ -6,9 +6,10 @@ titles, folded result panels. The spinner, elapsed time, tokens and cost live in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from rich.console import Console
-from rich.markdown import Markdown
+from rich.console import Console, JustifyMethod
+from rich.markdown import Heading, Markdown
 from rich.text import Text
 
 from kimi_cli.agent.events import (
@@ -106,7 +107,7 @@ class TerminalRenderer:
         if self._blocks:
             self.console.print()  # paragraphs of one answer keep their blank line
         self._blocks += 1
-        self.console.print(Markdown(visible(block), hyperlinks=False))
+        self.console.print(_Markdown(visible(block), hyperlinks=False))
 
     def _on_tool_call(self, event: ToolCall) -> None:
         self._end_reasoning()
@@ -170,3 +171,13 @@ class TerminalRenderer:
 
 def _count(n: int) -> str:
     return f"{n:,}" if n < 10_000 else f"{n / 1000:.0f}k"
+
+
+class _LeftHeading(Heading):
+    """Every heading level starts at the left margin (rich centres `# h1`; an answer's title reads oddly so)."""
+
+    LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(("h1", "h2", "h3", "h4", "h5", "h6"), "left")
+
+
+class _Markdown(Markdown):
+    elements: ClassVar[dict[str, type[Any]]] = {**Markdown.elements, "heading_open": _LeftHeading}

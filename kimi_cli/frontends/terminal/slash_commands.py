@@ -55,7 +55,8 @@ class SlashCommands:
         add(SlashCommand("last", "the last tool call's whole output, in a pager (Ctrl-O)", self.cmd_last))
         add(SlashCommand("cost", "tokens and cost so far", self.cmd_cost))
         add(SlashCommand("image", "attach an image to your next message", self.cmd_image, "/image PATH"))
-        add(SlashCommand("reasoning", "show or hide the model's reasoning", self.cmd_reasoning))
+        add(SlashCommand("reasoning", "show or hide the model's reasoning; N: print an earlier turn's",
+                         self.cmd_reasoning, "/reasoning [on | off | N]"))  # fmt: skip
         SettingsCommands(app).register(self.registry)
         ExportCommand(app).register(self.registry)
         LspCommand(app).register(self.registry)
@@ -213,5 +214,40 @@ class SlashCommands:
         )
 
     async def cmd_reasoning(self, arg: str) -> None:
-        self.app.renderer.show_reasoning = not self.app.renderer.show_reasoning
-        self.console.print(f"reasoning {'shown' if self.app.renderer.show_reasoning else 'hidden'}")
+        """No argument toggles; on/off say it; N prints the reasoning of the Nth turn back (1: the last)."""
+        renderer = self.app.renderer
+        if arg.isdigit():
+            self.print_reasoning(int(arg))
+            return
+        if arg and arg not in ("on", "off"):
+            self.console.print(Text("usage: /reasoning [on | off | N] (N: the turn N back, 1 is the last)"))
+            return
+        renderer.show_reasoning = arg == "on" if arg else not renderer.show_reasoning
+        state = "shown" if renderer.show_reasoning else "hidden"
+        self.console.print(f"reasoning {state} (/reasoning 1 prints the last turn's)")
+
+    def print_reasoning(self, back: int) -> None:
+        """The reasoning the model gave in one earlier turn, from the session's history."""
+        turns = reasoning_by_turn(self.app.agent.messages)
+        if back < 1 or back > len(turns):
+            self.console.print(Text(f"no turn {back} back: this session has {len(turns)}", style="yellow"))
+            return
+        prompt, parts = turns[-back]
+        self.console.print(visible_text(f"reasoning of the turn “{prompt[:80]}”:", "dim", one_line=True))
+        self.console.print(visible_text("\n\n".join(parts) if parts else "(the model gave no reasoning)", "italic"))
+
+
+def reasoning_by_turn(messages: list[dict[str, object]]) -> list[tuple[str, list[str]]]:
+    """(the prompt, its assistant messages' reasoning) for each turn the user started; notes kimi or a hook
+    added as user messages (`[kimi] ...`, `[hook] ...`) belong to the turn they came in."""
+    turns: list[tuple[str, list[str]]] = []
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "user":
+            parts = content if isinstance(content, list) else []
+            text = content if isinstance(content, str) else " ".join(str(p.get("text", "")) for p in parts)
+            if not text.startswith("[") or not turns:
+                turns.append((" ".join(text.split()), []))
+        elif message.get("role") == "assistant" and turns and message.get("reasoning_content"):
+            turns[-1][1].append(str(message["reasoning_content"]))
+    return turns

@@ -27,7 +27,8 @@ class SettingsCommands:
         add(SlashCommand("sandbox", "how shell commands are sandboxed", self.cmd_sandbox))
         add(SlashCommand("allow", "run commands starting with PREFIX without asking", self.cmd_allow,
                          "/allow [PREFIX [--save]]"))  # fmt: skip
-        add(SlashCommand("deny", "never run commands that use PROGRAM", self.cmd_deny, "/deny [PREFIX]"))
+        add(SlashCommand("deny", "never run PREFIX, wherever it appears in a command line", self.cmd_deny,
+                         "/deny [PREFIX]"))  # fmt: skip
         add(SlashCommand("tasks", "background commands; with an id, its output", self.cmd_tasks,
                          "/tasks [ID | stop ID]"))  # fmt: skip
         add(SlashCommand("mcp", "MCP servers, their status and tools", self.cmd_mcp, "/mcp [reconnect NAME]"))

@@ -1,4 +1,4 @@
-"""`kimi mcp list|test|add|remove`: the MCP servers kimi starts, and whether they work."""
+"""`kimi mcp list|test|add|remove|serve`: the MCP servers kimi starts, whether they work, and kimi as one."""
 
 from __future__ import annotations
 
@@ -175,3 +175,44 @@ def remove_command(
     path = _scope_file(scope)
     save_server(path, name, None)
     _echo(f"removed {name} from {path}")
+
+
+@mcp_app.command("serve")
+def serve_command(
+    http: Annotated[
+        int | None, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1:PORT/mcp (default: stdio).")
+    ] = None,
+    root: Annotated[
+        list[Path] | None,
+        typer.Option("--root", help="A folder tasks may run in, with its subfolders (repeatable; default: here)."),
+    ] = None,
+    file_tools: Annotated[
+        bool, typer.Option("--file-tools", help="Also serve the read-only file tools (read_file, glob, grep).")
+    ] = False,
+) -> None:
+    """Serve kimi as an MCP server: the tools `kimi` (run a task) and `kimi_reply` (continue a session).
+    HTTP needs `Authorization: Bearer TOKEN`: KIMI_MCP_TOKEN, or the one printed on stderr at start."""
+    from kimi_cli.errors import KimiError
+
+    roots = [p.expanduser().resolve() for p in (root or [Path.cwd()])]
+    for folder in roots:
+        if not folder.is_dir():
+            _echo(f"kimi mcp serve: --root {folder} is not a directory", err=True)
+            raise typer.Exit(2)
+    from kimi_cli.frontends.mcp_server.server import build_server, serve_http, serve_stdio
+
+    server = build_server(roots, file_tools=file_tools)
+    if http is None:
+        serve_stdio(server)
+        return
+    from kimi_cli.frontends.mcp_server.gate import TOKEN_ENV, server_token
+
+    try:
+        token, made = server_token()
+    except KimiError as exc:
+        _echo(f"kimi mcp serve: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"kimi: serving MCP on http://127.0.0.1:{http}/mcp", err=True)
+    if made:
+        typer.echo(f"kimi: token (send Authorization: Bearer TOKEN; set {TOKEN_ENV} to choose it): {token}", err=True)
+    serve_http(server, http, token)

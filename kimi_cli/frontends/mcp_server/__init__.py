@@ -1,0 +1,1 @@
+"""`kimi mcp serve`: kimi as an MCP server (docs/sdk.md#kimi-mcp-serve)."""

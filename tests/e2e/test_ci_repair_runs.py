@@ -213,3 +213,21 @@ def test_a_refused_connection_leaves_a_json_result_and_a_report(red_repo: Path, 
     result = result_of(proc)
     assert proc.returncode == 5 and result["exit_code"] == 5 and result["status"] == "error", proc.stderr
     assert "Error:" in report.read_text()
+
+
+# --- `-p --check`: the check's exit code, not the model's word ---------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_p_check_exits_non_zero_when_pytest_fails_whatever_the_model_said(
+    red_repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    server.add({"text": "Tests pass."})
+    check = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+    proc = run_kimi(["-p", "fix add", "--check", check, "--output-format", "json"], red_repo, env, server)
+    result = result_of(proc)
+    assert proc.returncode == 1 and result["reason"] == "check_failed", proc.stderr
+    assert result["check"]["exit_code"] == 1 and result["check"]["passed"] is False
+    server.add({"tool_calls": [tool_call("StrReplaceFile", FIX, "e1")]}, {"text": "Fixed."})
+    proc = run_kimi(["-p", "fix add", "--check", check, "--output-format", "json"], red_repo, env, server)
+    assert proc.returncode == 0 and result_of(proc)["check"]["passed"] is True, proc.stderr

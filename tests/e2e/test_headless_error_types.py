@@ -108,6 +108,11 @@ def visual_target_missed(repo: Path, env: dict, server: ScriptedModelServer, tmp
     return run_kimi([*args, "--output-format", "json"], repo, env, server, timeout=240)
 
 
+def check_failed(repo: Path, env: dict, server: ScriptedModelServer, tmp: Path):
+    server.add({"text": "Tests pass."})  # the model's word; the check says otherwise
+    return _json(["-p", "fix it", "--check", "test -f no-such-file"], repo, env, server)
+
+
 CASES: dict[str, tuple[Case, int]] = {
     "usage": (usage, 2),
     "config": (config, 2),
@@ -120,6 +125,7 @@ CASES: dict[str, tuple[Case, int]] = {
     "schema_mismatch": (schema_mismatch, 1),
     "blocked": (blocked, 4),
     "visual_target_missed": (visual_target_missed, 1),
+    "check_failed": (check_failed, 1),
 }
 
 

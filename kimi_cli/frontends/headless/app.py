@@ -33,7 +33,7 @@ RESUME_PROMPT = "Continue the task from where you left off."
 ERROR_TYPES = {"done": None, "max_steps": "budget", "token_budget": "budget", "loop_detected": "loop_detected",
                "cancelled": "cancelled", "provider_unavailable": "provider_unavailable", "error": "error",
                "schema_mismatch": "schema_mismatch", "blocked": "blocked",
-               "visual_target_missed": "visual_target_missed"}  # fmt: skip
+               "visual_target_missed": "visual_target_missed", "check_failed": "check_failed"}  # fmt: skip
 # Every `error.type` a result can carry: headless.schema.json's enum (a test checks the two agree and that
 # a real run ends with each).
 ERROR_TYPE_NAMES = ("usage", "config", "auth", *dict.fromkeys(t for t in ERROR_TYPES.values() if t))

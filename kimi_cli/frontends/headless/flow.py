@@ -5,7 +5,7 @@ and gives the model one more try; plan mode (`--plan`) needs nothing more here: 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kimi_cli.agent.events import Notice
@@ -41,6 +41,11 @@ class HeadlessFlow:
                 outcome = await self._check(agent, outcome)
             if self.check is not None:
                 self.checked = await self._run_check(self.check)
+                if not self.checked.passed and outcome.exit_code == ExitCode.OK:
+                    # the check decides, not the model's word: "Tests pass." with a red check is a failure
+                    state = "timed out" if self.checked.exit_code is None else f"exited {self.checked.exit_code}"
+                    outcome = replace(outcome, reason="check_failed", exit_code=ExitCode.ERROR,
+                                      message=f"the check `{self.check}` {state}")  # fmt: skip
             return outcome
         finally:
             if scope is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from kimi_cli.context.analysis import Analyzer, Outline, keys_for
 from kimi_cli.context.enumerate import DEFAULT_MAX_BYTES, FileRecord, list_paths, read_record
-from kimi_cli.context.pack_cache import PackState, fingerprint, load_state, save_state, state_path
+from kimi_cli.context.pack_cache import Fingerprint, PackState, fingerprint, load_state, save_state, state_path
 from kimi_cli.context.pack_layout import (  # noqa: F401  (re-exported: tests and tools read them here)
     COLLAPSE_AT,
     FULL_HEADING,
@@ -74,6 +74,7 @@ class RepoPacker:
         self.max_file_bytes = max_file_bytes
         self.progress = progress or (lambda _stage, _done, _total: None)
         self._memory: dict[Path, PackState] = {}
+        self.last_fingerprint: Fingerprint | None = None
 
     def read(self, paths: list[str] | None = None) -> list[FileRecord]:
         paths = list_paths(self.root) if paths is None else paths
@@ -94,6 +95,7 @@ class RepoPacker:
         """
         paths = list_paths(self.root)
         fp = fingerprint(self.root, paths)
+        self.last_fingerprint = fp  # the state this pack was made from: the watcher's baseline, no second listing
         cache_file = state_path(self.root, task, budget, self.counter.factor)
         state = None
         if use_cache:

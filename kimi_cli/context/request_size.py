@@ -24,6 +24,8 @@ from kimi_cli.llm.types import Message
 from kimi_cli.llm.window import SERVER_MARGIN_MIN, margin
 from kimi_cli.media.pipeline import image_urls, url_tokens
 
+KEEP_CHARS = 2_048  # blocks at least this long are counted once and kept by digest
+SHORT_BYTES = 512  # shorter blocks are bounded by their bytes until the tokenizer is loaded anyway
 PER_MESSAGE = 4  # role markers a chat template adds around each message (ChatML: <|im_start|>role\n ... <|im_end|>)
 
 
@@ -54,6 +56,7 @@ class RequestMeter:
         self.template = 0  # the chat template's own tokens, learned from the first usage a server reports
         self._messages: dict[int, tuple[Message, int]] = {}
         self._tools: tuple[object, int] | None = None
+        self._big: dict[str, int] = {}  # long blocks' raw counts by text (hashed by the dict, compared on a hit)
         # the last whole-request count, keyed by the ids of its messages and of its tools block
         self._full: tuple[tuple[tuple[int, ...], int], int] | None = None
 
@@ -68,8 +71,27 @@ class RequestMeter:
             found = self.server.count(text)
             if found is not None:
                 return found
-        raw = self.counter.raw(text) if self.counter is not None else (len(text) + 3) // 4
-        return round(raw * self.scale)
+        return round(self.raw(text) * self.scale)
+
+    def raw(self, text: str) -> int:
+        """o200k tokens of one block. A block the size of a pack or the tools block is counted once and kept
+        by digest (tokens.sqlite), in memory and across runs; a short one counts with the tokenizer once it
+        is loaded, else as its UTF-8 bytes, which no byte-level BPE count exceeds (an upper bound, so a
+        trivial `kimi -p` over a cached pack loads no tokenizer; issue 47)."""
+        counter = self.counter
+        if counter is None:
+            return (len(text) + 3) // 4
+        if len(text) >= KEEP_CHARS:
+            held = self._big.get(text)
+            if held is None:
+                held = counter.raw_cached(text)
+                if len(self._big) > 64:
+                    self._big.clear()
+                self._big[text] = held
+            return held
+        if not counter.loaded and len(text) <= SHORT_BYTES:
+            return len(text.encode("utf-8", "surrogatepass"))
+        return counter.raw(text)
 
     @property
     def scale(self) -> float:

@@ -134,7 +134,8 @@ class SessionContext:
             if pack is not None and self.meter.exact and self.meter.text(pack.text) > room > 0:
                 # the server counts this pack above the room left: once more, smaller by what it is over
                 pack = self.packer.pack(task, int(fitted * room / self.meter.text(pack.text) * 0.95))
-            self.watcher = PackWatcher(self.root, self._full_texts(pack) if pack is not None else {})
+            baseline = self.packer.last_fingerprint if pack is not None else None
+            self.watcher = PackWatcher(self.root, self._full_texts(pack) if pack is not None else {}, baseline)
             if pack is not None:
                 self.last_pack = pack
                 section = SESSION_PACK_INTRO + pack.text
@@ -234,7 +235,8 @@ class SessionContext:
             raw = sum(self.packer.counter.raw(t) for t in plain)
             record_calibration(self.model, raw, sum(self.meter.text(t) for t in plain))
             return
-        raw = self.packer.counter.raw("\n".join(t or "" for t in texts) + json.dumps(tools))
+        # block by block, as the meter counted them (kept by digest): no second count of the whole pack
+        raw = sum(self.meter.raw(t) for t in texts if t) + self.meter.raw(json.dumps(tools))
         record_calibration(self.model, raw, prompt_tokens - history_image_tokens(messages))  # text tokens only
 
     def estimate(self, messages: list[Message], prompt_tokens: int, sent_count: int) -> int:

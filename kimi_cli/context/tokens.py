@@ -149,6 +149,21 @@ class TokenCounter:
             self._pending.append((key, raw))
         return round(raw * self.factor)
 
+    def raw_cached(self, text: str) -> int:
+        """o200k tokens, uncorrected, kept by digest in the on-disk cache and written at once: a pack's
+        system message counted by one run is one lookup for the next, which then loads no tokenizer."""
+        key = content_key(text)
+        raw = self._lookup(key)
+        if raw is None:
+            raw = self.raw(text)
+            self._cache.store([(key, raw)])
+        return raw
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the tokenizer was loaded already (a count then costs no load)."""
+        return self._tok_loaded
+
     def lookup_many(self, keys: list[str]) -> dict[str, int]:
         return {k: int(v[0]) for k, v in self._cache.lookup_many(keys).items()}
 

@@ -20,10 +20,12 @@ MAX_READ_BYTES = 8 * 1024 * 1024  # a bigger file is described from its first 8 
 class PackWatcher:
     """Compares the workspace with the state it had when packed (or when last noted)."""
 
-    def __init__(self, root: Path, full_texts: dict[str, str]) -> None:
+    def __init__(self, root: Path, full_texts: dict[str, str], baseline: Fingerprint | None = None) -> None:
+        """`baseline`: the fingerprint the pack was made from, where the caller has it (a change made while
+        packing is then noticed, and the tree is not listed a second time)."""
         self.root = root
         self.texts = dict(full_texts)
-        self.baseline: Fingerprint = fingerprint(root, list_paths(root))
+        self.baseline: Fingerprint = dict(baseline) if baseline is not None else fingerprint(root, list_paths(root))
 
     def acknowledge(self, paths: list[str]) -> None:
         """The agent changed these itself, by name (a file edit): the model already knows."""

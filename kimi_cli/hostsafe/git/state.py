@@ -30,13 +30,27 @@ def _open(root: Path) -> RepoLocation | None:
 
 
 def git_state(root: Path) -> dict[str, Any] | None:
-    """Branch, HEAD and dirty state at session start; None outside a git repository."""
+    """Branch, HEAD and dirty state at session start; None outside a git repository (or in a bare one, where
+    status fails). One git call (with host.py's own check of the config, two processes, not eight): porcelain v2
+    with --branch gives the commit and the branch in its header lines, and any other line is a change."""
     location = _open(root)
-    if location is None or _git(root, location, "rev-parse", "--is-inside-work-tree")[1].strip() != "true":
+    if location is None:
         return None
-    branch = _git(root, location, "symbolic-ref", "--quiet", "--short", "HEAD")[1].strip() or None
-    head = _git(root, location, "rev-parse", "--verify", "--quiet", "HEAD")[1].strip() or None
-    dirty = bool(_git(root, location, "status", "--porcelain")[1].strip())
+    code, out, _ = _git(root, location, "status", "--porcelain=v2", "--branch")
+    if code != 0:
+        return None
+    branch: str | None = None
+    head: str | None = None
+    dirty = False
+    for line in out.splitlines():
+        if line.startswith("# branch.oid "):
+            oid = line[len("# branch.oid ") :].strip()
+            head = None if oid == "(initial)" else oid
+        elif line.startswith("# branch.head "):
+            name = line[len("# branch.head ") :].strip()
+            branch = None if name == "(detached)" else name
+        elif line and not line.startswith("#"):
+            dirty = True
     return {"branch": branch, "head": head, "dirty": dirty, "detached": branch is None and head is not None}
 
 

@@ -41,6 +41,9 @@ FAST_COMMANDS: dict[str, Callable[[list[str]], int | None]] = {
 
 
 def main() -> None:
+    from kimi_cli.util import timing  # KIMI_TIMING=1: the run's phases on stderr at exit (standard library only)
+
+    timing.mark("interpreter, site, entry")
     if sys.argv[1:] in (["--version"], ["-V"]):  # the version alone, before anything else is imported
         from kimi_cli import __version__
 

@@ -104,8 +104,10 @@ class Runtime:
 
         The folder's own widening settings apply only when it is trusted: remembered, `flags["trust"]`
         (--trust), or a yes from `ask_trust` (the interactive question)."""
+        from kimi_cli.util import timing
         from kimi_cli.util.malloc_tuning import keep_large_buffers
 
+        timing.mark("imports, arguments")
         keep_large_buffers()
         from kimi_cli.hostsafe.git.repo_guard import remember_session_start
 
@@ -115,6 +117,7 @@ class Runtime:
         flags = {k: v for k, v in flags.items() if k not in ("trust", "plan")}
         config = load_config(workdir, flags, folder=folder_trust)  # the snapshot trust decided on, not a new read
         endpoint = resolve_endpoint(config)
+        timing.mark("trust, config")
         from kimi_cli.extensions.mcp.wiring import start_mcp
 
         mcp = start_mcp(workdir, config.mcp_config, folder_trust)  # servers come up while the repository is packed
@@ -138,7 +141,9 @@ class Runtime:
             progress=progress,
             model=endpoint.model,
         )
+        timing.mark("mcp start, environment")
         session, history = open_session(workdir, endpoint.model, choice, context)
+        timing.mark("session, git state, pack")
         resume_note = context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
         private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
         try:
@@ -163,11 +168,13 @@ class Runtime:
             sandbox_reason=picked.reason, context_length=window, context_source=window_source, mcp=mcp,
             model_info=with_context(info, window), folder_trust=folder_trust,
         )  # fmt: skip
+        timing.mark("sandbox")
         runtime.skills = skills
         runtime.rules = Rules.parse(config.approval.allow, config.approval.deny)
         session.meta.setdefault("provider", endpoint.provider)  # an export prices the steps by it
         runtime.start_telemetry(resumed=bool(choice.continue_latest or choice.resume_id))
         runtime.start_features(plan, resumed=bool(choice.continue_latest or choice.resume_id))
+        timing.mark("telemetry, hooks")
         return runtime
 
     def start_features(self, plan: bool, resumed: bool) -> None:

@@ -107,8 +107,12 @@ class HttpxTransport:
     async def stream(self, body: bytes, fields: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         httpx = import_httpx()
         client = self._get_client()
+        from kimi_cli.util import timing
+
+        timing.first("first request built")
         try:
             async with client.stream("POST", self.url, content=body, headers=self.headers) as response:
+                timing.first("first answer's headers")
                 if response.status_code >= 400:
                     raw = await response.aread()
                     raise HTTPFailure(response.status_code, error_message(raw), response.headers.get("retry-after"))

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kimi_cli.util.pipes import survives_closed_pipe
+
 ENDPOINT_TIMEOUT = 2.0  # seconds for the server's /models: the report stays under 3 s
 MARK = {"ok": "✓", "info": "·", "warn": "!", "error": "✗"}
 
@@ -28,6 +30,7 @@ class Finding:
     fix: str = ""  # what to do about it; empty when nothing needs doing
 
 
+@survives_closed_pipe
 def cli_main(argv: list[str]) -> int | None:
     """`kimi doctor [--json]`; None lets Typer answer anything else (help, a bad argument)."""
     if any(a not in ("--json",) for a in argv):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.context.packer import Pack, RepoPacker
+from kimi_cli.util.pipes import survives_closed_pipe
 
 STAGES = {"reading": "reading files", "counting": "counting tokens", "outlining": "parsing (tree-sitter)",
           "ranking": "ranking"}  # fmt: skip
@@ -118,6 +119,7 @@ def default_budget(root: Path) -> int:
     return config.context.budget or int((config.context_length or 1_048_576) * config.context.budget_ratio)
 
 
+@survives_closed_pipe
 def cli_main(argv: list[str]) -> int | None:
     """`kimi pack` without Typer (~0.2 s saved): argparse reads the same options kimi_cli/cli/subcommands.py
     declares. None: help was asked or the arguments do not parse, and Typer answers (one help style)."""

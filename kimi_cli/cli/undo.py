@@ -10,6 +10,7 @@ from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.session.store import Session
 from kimi_cli.session.undo.points import apply_undo, describe_failures, describe_points, plan_undo, undo_state
 from kimi_cli.session.undo.shadow import CheckpointError, FileChange, ShadowRepo
+from kimi_cli.util.pipes import survives_closed_pipe
 
 VERBS = {"A": "restore", "D": "delete", "M": "rewrite"}
 
@@ -97,6 +98,7 @@ def run_undo(workdir: Path, count: int | None, session_id: str | None, yes: bool
     return 0
 
 
+@survives_closed_pipe
 def cli_main(argv: list[str]) -> int | None:
     """`kimi undo` without Typer and pydantic: argparse reads the options kimi_cli/cli/subcommands.py declares.
     None: help was asked or the arguments do not parse, and Typer answers (one help style)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sandbox_fixtures import backends, sandbox_flags
 
 from scripted_server import ScriptedModelServer
 from support import TEST_KEY, free_port, git, kimi_executable, tool_call, wait_until
@@ -111,9 +112,11 @@ def test_file_tools_are_served_when_asked_and_read_only_within_the_workspace(
     assert outside.is_error and "root:" not in outside.content[0].text
 
 
+@pytest.mark.parametrize("backend", backends())
 def test_two_tasks_in_two_workspaces_run_at_once_each_confined_to_its_own(
-    tmp_path: Path, env: dict[str, str], server: ScriptedModelServer
+    backend: str, tmp_path: Path, home: Path, env: dict[str, str], server: ScriptedModelServer
 ) -> None:
+    sandbox_flags(backend, home)  # docker: the test image (or a skip where docker is not usable)
     a, b = make_repo(tmp_path / "work", "a"), make_repo(tmp_path / "work", "b")
     for name, other in (("alpha", "b"), ("beta", "a")):
         command = f"sleep 4; echo {name} > {name}.txt; echo {name} > ../{other}/from_{name}.txt; true"
@@ -125,7 +128,8 @@ def test_two_tasks_in_two_workspaces_run_at_once_each_confined_to_its_own(
     async def body(session: Any) -> list[tuple[dict[str, Any], float, float]]:
         async def one(name: str, cwd: Path) -> tuple[dict[str, Any], float, float]:
             began = time.monotonic()
-            out = payload(await session.call_tool("kimi", {"prompt": f"task {name}", "cwd": str(cwd)}))
+            args = {"prompt": f"task {name}", "cwd": str(cwd), "sandbox": backend}
+            out = payload(await session.call_tool("kimi", args))
             return out, began, time.monotonic()
 
         return list(await asyncio.gather(one("alpha", a), one("beta", b)))

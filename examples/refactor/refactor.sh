@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A repo-wide rename in headless mode, verified by the project's tests, as one commit on its own branch.
 # Usage: examples/refactor/refactor.sh OLD_NAME NEW_NAME ["TEST COMMAND"] [--split]
+#        KEEP_OLD_NAME_IN="CHANGELOG.md docs/history" refactor.sh ...   (paths that may keep the old name)
 # --split: the rename is split by top-level folder across coder subagents that work at the same time.
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -30,12 +31,18 @@ broke. Finish with the list of files you changed." --branch "$branch" --max-step
 echo "kimi: $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["reason"], "-", r["steps"], "steps")' "$result")"
 # The verification step: our own run of the tests, not the agent's word for it.
 bash -c "$test_cmd"
-if grep -rIn --exclude-dir=.git -w -- "$old" . ; then
-  echo "the old name is still used (above); not committing" >&2
-  exit 1
-fi
 git add -u    # edits and deletions; new files only if they are not build or cache output:
 git ls-files -z --others --exclude-standard | grep -zvE '(__pycache__/|\.pyc$|\.pytest_cache/)' \
   | xargs -0 -r git add -- || true
+# The old name must be gone from what would be committed: git grep reads the index, so ignored files (a venv,
+# node_modules, build output) never count. KEEP_OLD_NAME_IN="CHANGELOG.md docs/history" names paths that may
+# keep it (a changelog records the old name on purpose).
+excludes=()
+for path in ${KEEP_OLD_NAME_IN:-}; do excludes+=(":(exclude)$path"); done
+if git grep --cached -nIw -- "$old" -- . "${excludes[@]}"; then
+  echo "the old name is still used (above); not committing (KEEP_OLD_NAME_IN lists paths that may keep it)" >&2
+  git reset -q
+  exit 1
+fi
 git commit -q -m "Rename $old to $new" -m "Made by kimi (examples/refactor/refactor.sh); tests: $test_cmd"
 echo "committed on $branch: review with  git show --stat HEAD  and  git diff HEAD~1"

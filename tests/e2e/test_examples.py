@@ -33,7 +33,10 @@ def test_refactor_example_makes_one_verified_commit(tmp_path: Path, env: dict, s
         "from geometry import area_of\n\n\ndef test_area():\n    assert area_of(2, 3) == 6\n"
     )
     (repo / "README.md").write_text("Use `area_of(w, h)` for rectangles.\n")
-    (repo / ".gitignore").write_text("__pycache__/\n")
+    (repo / "CHANGELOG.md").write_text("- 1.0: area_of(w, h)\n")  # keeps the old name on purpose
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / "lib.py").write_text("area_of = None\n")  # ignored: never counts
+    (repo / ".gitignore").write_text("__pycache__/\n.venv/\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "init")
@@ -50,7 +53,8 @@ def test_refactor_example_makes_one_verified_commit(tmp_path: Path, env: dict, s
         {"text": "Renamed in geometry.py, test_geometry.py and README.md; tests pass."},
     )
     run_env = {**script_env(env, server), "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
-               "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com"}  # fmt: skip
+               "GIT_COMMITTER_NAME": "Dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
+               "KEEP_OLD_NAME_IN": "CHANGELOG.md"}  # fmt: skip
     proc = subprocess.run(
         ["bash", str(EXAMPLES / "refactor" / "refactor.sh"), "area_of", "rectangle_area", PYTEST],
         cwd=repo,

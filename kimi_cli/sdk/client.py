@@ -13,7 +13,7 @@ The workspace's trust works as in `kimi -p`: an untrusted folder's widening sett
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -75,7 +75,7 @@ class Kimi:
         fork: str | None = None,
         continue_latest: bool = False,
         output_schema: str | Path | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run one task and yield its events, `Init` first and `Result` last. `resume` continues a session
         by id, `fork` continues a copy of it (the original stays as it was), `continue_latest` the latest
         session in the workspace. `output_schema` is a JSON Schema file the answer must match."""

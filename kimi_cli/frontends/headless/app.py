@@ -189,11 +189,11 @@ class HeadlessRun:
                 sys.stderr.write(f"kimi: {switch_to_work_branch(opts.workdir, opts.branch)} {opts.branch}\n")
         except KimiError as exc:
             sys.stderr.write(f"kimi: {visible(str(exc))}\n")
-            runtime = self.runtime
-            session_id = runtime.session.id if runtime is not None else None
-            if runtime is not None:
-                asyncio.run(runtime.aclose())
-                runtime.session.close("error")
+            built = self.runtime
+            session_id = built.session.id if built is not None else None
+            if built is not None:
+                asyncio.run(built.aclose())
+                built.session.close("error")
             code = int(exc.exit_code)
             reason = "usage_error" if code == ExitCode.USAGE else "error"
             self.result = result_object(reason, code, message=str(exc), error=error_type(exc),

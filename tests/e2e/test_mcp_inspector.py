@@ -80,12 +80,13 @@ def test_the_inspector_over_http_needs_the_token(
         import httpx
 
         def up() -> bool:
+            assert proc.poll() is None, proc.communicate()[1]  # it exited: say why rather than wait
             try:
                 return httpx.get(url, timeout=1).status_code == 401
             except httpx.HTTPError:
                 return False
 
-        wait_until(up, 60, "kimi mcp serve --http listening")
+        wait_until(up, 120, "kimi mcp serve --http listening")  # a loaded machine starts it slowly
         base = [url, "--transport", "http", "--method", "tools/list"]
         refused = inspect(base, workspace, env, timeout=60)
         assert refused.returncode != 0 and '"tools"' not in refused.stdout

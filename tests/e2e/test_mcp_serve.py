@@ -206,6 +206,7 @@ def http_server(tmp_path: Path, env: dict[str, str], server: ScriptedModelServer
     url = f"http://127.0.0.1:{port}/mcp"
 
     def up() -> bool:
+        assert proc.poll() is None, proc.communicate()[1]  # it exited: say why rather than wait
         try:
             httpx.get(url, timeout=1)
             return True
@@ -213,7 +214,7 @@ def http_server(tmp_path: Path, env: dict[str, str], server: ScriptedModelServer
             return False
 
     try:
-        wait_until(up, 60, "kimi mcp serve --http listening")
+        wait_until(up, 120, "kimi mcp serve --http listening")  # a loaded machine starts it slowly
         yield url
     finally:
         proc.terminate()

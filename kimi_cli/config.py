@@ -144,6 +144,24 @@ class ImageSettings(_Strict):
     long_edge: int | None = Field(default=None, ge=64, le=16384)  # None: the model table's bound
 
 
+class NotificationSettings(_Strict):
+    """`[notifications]` (kimi_cli.frontends.terminal.notify): tell the user when a turn ends or kimi waits
+    for an answer. `when = "unfocused"`: only while the terminal reports it is not in focus."""
+
+    enabled: bool = True
+    method: Literal["auto", "osc9", "osc777", "bell"] = "auto"  # auto: what the terminal shows
+    when: Literal["unfocused", "always"] = "unfocused"
+    desktop: bool = True  # notify-send too, where it exists
+
+
+class StatusLineSettings(_Strict):
+    """`[status_line]` (kimi_cli.frontends.terminal.status_command): a command fed Claude Code's statusLine
+    JSON on stdin; the first line it prints is shown on the status line. It runs on the host."""
+
+    command: str = ""
+    timeout: float = Field(default=2.0, gt=0, le=10)  # seconds one run may take
+
+
 class LspServerSettings(_Strict):
     """One language server (kimi_cli.extensions.lsp.servers): a built-in one changed, or one of the user's own."""
 
@@ -223,6 +241,8 @@ class Config(_Strict):
     images: ImageSettings = Field(default_factory=ImageSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     lsp: LspSettings = Field(default_factory=LspSettings)
+    notifications: NotificationSettings = Field(default_factory=NotificationSettings)
+    status_line: StatusLineSettings = Field(default_factory=StatusLineSettings)
     hooks: HooksTable = Field(
         default_factory=dict
     )  # [[hooks.EVENT]]: read per file by kimi_cli.extensions.hooks.config

@@ -61,6 +61,7 @@ WIDENING: dict[str, Any] = {
     "lsp.servers.*.command": "nonempty",  # a program kimi starts (in the sandbox; on the host with --sandbox none)
     "lsp.servers.*.languages": "nonempty",
     "lsp.servers.*.enabled": "limit",
+    "status_line.command": "any",  # a command kimi runs on the host, for every status refresh
 }
 # A limit whose values are words: their order, tightest first.
 LIMIT_ORDER: dict[str, tuple[str, ...]] = {"approval.policy": ("never", "ask", "auto")}
@@ -83,6 +84,10 @@ NARROWING: tuple[str, ...] = (
     "pricing.input", "pricing.cached_input", "pricing.output",  # what kimi shows a session costs
     "models.*.name", "models.*.aliases", "models.*.context_window", "models.*.image_input", "models.*.reasoning",
     "lsp.timeout", "lsp.start_timeout", "lsp.max_lines",  # capped by the config model (30 s, 60 s, 200 lines)
+    # How kimi tells the user a turn ended (a terminal escape, the bell, the host's notify-send, looked up
+    # where no sandboxed command can plant one): the folder chooses no program and no text.
+    "notifications.enabled", "notifications.method", "notifications.when", "notifications.desktop",
+    "status_line.timeout",  # capped at 10 s by the config model
     "models.*.effort_levels", "models.*.thinking_can_disable", "models.*.price_input", "models.*.price_cached_input",
     "models.*.price_output", "models.*.price_source", "models.*.max_tools", "models.*.image_patch",
 )  # fmt: skip
@@ -125,6 +130,7 @@ WHAT = {
     "lsp.servers.*.command": "start its own language server {value}",
     "lsp.servers.*.languages": "start language servers for other languages: {value}",
     "lsp.servers.*.enabled": "turn a language server back on",
+    "status_line.command": "run {value} on the host for the status line",
 }
 # Each ask's danger, for the questions that list them most dangerous first (kimi_cli.frontends.questions):
 # 0 runs programs on the host or turns the sandbox off; 1 sends your key or secrets elsewhere, or picks what
@@ -147,6 +153,7 @@ DANGER: dict[str, int] = {
     "images.long_edge": 3, "models.*.image_long_edge": 3, "models.*.max_request_bytes": 3,
     "lsp.servers.*.command": 1, "lsp.languages": 2, "lsp.servers.*.languages": 2, "lsp.enabled": 3,
     "lsp.servers.*.enabled": 3,
+    "status_line.command": 0,
 }  # fmt: skip
 UNRANKED = 1  # what nothing above names (the test says so): with the endpoints, never last
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)  # Docker's "512m", "4g"

@@ -75,6 +75,7 @@ class InputLine:
         self.question: Question | None = None
         self._armed_exit = 0.0
         self._ticker: asyncio.Task[None] | None = None
+        self.custom_line: Callable[[], str] | None = None  # [status_line]'s line, shown above the status line
         from prompt_toolkit.key_binding import merge_key_bindings
 
         self.bindings = KeyBindings()  # features add theirs here (e.g. Shift+Tab for modes); they take priority
@@ -185,7 +186,9 @@ class InputLine:
         return FormattedText([*parts, ("class:prompt bold", PROMPT)])
 
     def _toolbar(self) -> str:
-        return " " + self.status.line(self._width() - 2)
+        line = " " + self.status.line(self._width() - 2)
+        custom = self.custom_line() if self.custom_line is not None else ""
+        return f" {_fit(custom, self._width() - 2)}\n{line}" if custom else line  # [status_line] above ours
 
     def _completing(self) -> bool:
         if self.question is not None:

@@ -81,6 +81,14 @@ class InteractiveApp:
         self.clipboard.bind_keys(self.input.bindings)
         self.steering = Steering(self)  # Ctrl-S: typed-ahead text into the running turn
         self.steering.bind_keys(self.input.bindings)
+        from kimi_cli.frontends.terminal.notify import Notifier
+
+        self.notifier = Notifier(self)  # [notifications]: a turn ended or kimi waits, while you look elsewhere
+        self.notifier.bind_keys(self.input.bindings)
+        from kimi_cli.frontends.terminal.status_command import StatusCommand
+
+        self.status_command = StatusCommand(self)  # [status_line] command: its first line above the status line
+        self.input.custom_line = lambda: self.status_command.line
         self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.current: asyncio.Task[Any] | None = None  # the turn or command running now
         self.interrupted_by = ""
@@ -223,6 +231,7 @@ class InteractiveApp:
 
     async def ask_approval(self, command: str, prefix: str) -> str:
         self.features.notify(f"kimi needs your permission: {command[:300]}")
+        self.notifier.waiting(f"approve {command[:120]}?")
         view = approval_view(command, prefix, why=getattr(command, "why", ""), parts=getattr(command, "parts", None))
         self.console.print(view.renderable)
         phase, self.status.phase = self.status.phase, "waiting for your answer"
@@ -248,6 +257,8 @@ class InteractiveApp:
         proxy = StdoutProxy(raw=True, sleep_between_writes=OUTPUT_EVERY)
         with proxy, contextlib.redirect_stdout(proxy), contextlib.redirect_stderr(proxy):
             self.banner()
+            self.notifier.start()
+            self.status_command.start()
             ui = asyncio.ensure_future(self.input.run())
             try:
                 while True:
@@ -255,6 +266,8 @@ class InteractiveApp:
                     if line is None or await self.handle(line) == EXIT:
                         break
             finally:
+                self.notifier.stop()
+                self.status_command.stop()
                 self.input.exit()
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.wait_for(ui, 5)
@@ -366,6 +379,8 @@ class InteractiveApp:
         if outcome is not None and outcome.reason != "done" and outcome.message:
             self.console.print(visible_text(f"stopped: {outcome.message}", "yellow"))
         self.footer(outcome, time.monotonic() - started)
+        reason = "stopped" if outcome is None else "done" if outcome.reason == "done" else outcome.reason
+        self.notifier.turn_ended(f"{reason} · {text.strip().splitlines()[0][:80] if text.strip() else ''}")
         await self.features.after_turn(outcome)  # plan mode: approve the plan or comment on it
 
     def footer(self, outcome: Any, seconds: float) -> None:

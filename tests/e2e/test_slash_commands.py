@@ -56,8 +56,8 @@ def test_model_lists_the_servers_models_and_warns_on_an_unknown_one(
         assert "the server offers: kimi-test" in term.wait_for("the server offers")
         term.line("/model no-such-model")
         term.wait_for("does not list 'no-such-model' (it offers: kimi-test)")
-        term.wait_for("anyway? y/N")
-        term.line("n")
+        term.wait_for("anyway? y/N (Enter = no)")
+        term.send("n")  # one key, no Enter
         term.wait_for("model unchanged")
         term.line("/model kimi-test")  # listed: no question
         term.wait_for("model: kimi-test")

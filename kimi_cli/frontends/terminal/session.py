@@ -218,6 +218,12 @@ class InteractiveApp:
         """A line of text; Esc or Ctrl-C answer '' (commands treat that as no)."""
         return (await self.input.ask(Question(question))).strip().lower()
 
+    async def ask_yes(self, question: str) -> bool:
+        """One key, no Enter: y is yes; n, Enter (the shown default), Esc or Ctrl-C is no."""
+        answer = await self.input.ask(Question(f"{question} y/N (Enter = no) › ", {"y": "y", "n": "n"}, default="n"))
+        self.console.print(Text(f"  → {'yes' if answer == 'y' else 'no'}", style="dim"))
+        return answer == "y"
+
     def save_rule(self, rule: str) -> bool:
         """`s` and `/allow --save`: keep the rule in the workspace's .kimi/config.toml; a refusal is told."""
         from kimi_cli.approval.persist import RuleNotSaved

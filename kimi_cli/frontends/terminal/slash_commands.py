@@ -143,7 +143,7 @@ class SlashCommands:
             self.console.print(
                 visible_text(f"you changed {names} after the agent's last step; undo overwrites them", "yellow")
             )
-            if await self.app.ask_line("overwrite them? y/N › ") not in ("y", "yes"):
+            if not await self.app.ask_yes("overwrite them?"):
                 self.console.print("undo cancelled")
                 return
         apply_undo(shadow, runtime.session, plan)

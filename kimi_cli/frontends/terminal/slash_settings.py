@@ -60,8 +60,7 @@ class SettingsCommands:
                 self.console.print(
                     visible_text(f"{runtime.endpoint.base_url} does not list {arg!r} (it offers: {offered})", "yellow")
                 )
-                question = f"switch to {visible(arg, one_line=True)} anyway? y/N › "
-                if await self.app.ask_line(question) not in ("y", "yes"):
+                if not await self.app.ask_yes(f"switch to {visible(arg, one_line=True)} anyway?"):
                     self.console.print("model unchanged")
                     return
             elif models is None:

@@ -193,7 +193,7 @@ def test_the_terminals_trust_question_lists_every_ask_most_dangerous_first(
     asking_folder(repo, commands=3)
     term = Terminal.start(repo, env, server, cols=120)
     try:
-        term.wait_for("Trust this folder? [y/N]")
+        term.wait_for("Trust this folder? y/N")
         shown = " ".join(term.transcript.split())
         term.send("n\r")
         term.wait_for("❯")

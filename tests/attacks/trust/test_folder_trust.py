@@ -252,9 +252,9 @@ def test_interactive_asks_one_question_listing_what_the_folder_wants(
     child.expect("trust this folder")
     child.expect("start the MCP server 'repo'")  # the most dangerous first (kimi_cli.frontends.questions.by_danger)
     child.expect("approve every action")
-    child.expect(r"\[y/N\]")
+    child.expect(r"y/N \(Enter = no\)")
     assert not (home / "mcp-server-ran").exists()  # nothing starts before the answer
-    child.send(answer + "\r")
+    child.send(answer)  # one key, no Enter
     child.expect("❯")
     child.send("/exit\r")
     child.expect(pexpect.EOF)

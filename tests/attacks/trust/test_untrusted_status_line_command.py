@@ -36,7 +36,7 @@ def test_an_untrusted_folder_cannot_run_its_status_line_command_on_the_host(
     term = Terminal.start(repo, env, server, cols=120)
     try:
         term.wait_for_output("status line")  # the trust question names what the folder asks
-        term.send("n\r")
+        term.send("n")  # one key, no Enter
         term.wait_for("❯")
         term.line("hello")
         term.wait_for("answered")

@@ -443,11 +443,18 @@ def ci_repair_command(
         bool,
         typer.Option("--allow-network", help="Give the test command and the agent's commands the network."),
     ] = False,
+    pack_budget: Annotated[
+        int | None,
+        typer.Option("--pack-budget", help="Tokens for the packed repository (default: 60% of context).", metavar="N"),
+    ] = None,
+    no_pack: Annotated[
+        bool, typer.Option("--no-pack", help="Do not pack the repository: the agent reads files as it needs them.")
+    ] = False,
 ) -> None:
     """Run the tests; if they fail, let the agent fix them, commit on a branch of the run's own, and report.
     Never pushes. Uncommitted changes are stashed for the run and put back after it; the commit holds only the
     fix (new files the tests pass without are left out and listed). The JSON result and --report are written
-    whatever happens, errors included; progress goes to stderr.
+    whatever happens, errors included; progress goes to stderr, with a cost estimate before the first request.
 
     Exit codes: 0 fixed (green and committed) or already green (no model call then); 3 not fixed within the
     budget (the branch keeps the best attempt); 6 green but not committed (a hook refused the commit, or no
@@ -481,6 +488,11 @@ def ci_repair_command(
     }
     if sandbox:
         flags["sandbox"] = {"mode": sandbox}
+    if pack_budget is not None and pack_budget < 1:
+        _usage("--pack-budget must be a positive number of tokens")
+    context = {"pack": False if no_pack else None, "budget": pack_budget}
+    if any(v is not None for v in context.values()):
+        flags["context"] = {k: v for k, v in context.items() if v is not None}
     root = (workdir or Path.cwd()).resolve()
     raise typer.Exit(
         run_ci_repair(

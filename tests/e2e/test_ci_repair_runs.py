@@ -231,3 +231,41 @@ def test_p_check_exits_non_zero_when_pytest_fails_whatever_the_model_said(
     server.add({"tool_calls": [tool_call("StrReplaceFile", FIX, "e1")]}, {"text": "Fixed."})
     proc = run_kimi(["-p", "fix add", "--check", check, "--output-format", "json"], red_repo, env, server)
     assert proc.returncode == 0 and result_of(proc)["check"]["passed"] is True, proc.stderr
+
+
+# --- cost before the first request ------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(240)
+def test_a_cost_estimate_is_printed_before_the_first_request_and_pack_budget_shrinks_it(
+    red_repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    (red_repo / "big.py").write_text("".join(f"def helper_{k}(x):\n    return x * {k}\n\n" for k in range(3000)))
+    git(red_repo, "add", ".")
+    git(red_repo, "commit", "-q", "-m", "a big module")
+    sizes = []
+    for extra in ([], ["--pack-budget", "2000"]):
+        server.add({"text": "I give up."})
+        args = ["ci-repair", "--test", TEST_CMD, "--output-format", "json", "--max-attempts", "1", *extra]
+        proc = run_kimi(args, red_repo, env, server, timeout=200)
+        assert proc.returncode == 3, proc.stderr
+        estimate = result_of(proc)["estimate"]
+        line = next(x for x in proc.stderr.splitlines() if "cost estimate" in x)
+        assert f"{estimate['first_request_tokens']:,} input tokens" in line
+        # printed before the request was sent: the agent's progress comes after it on stderr
+        assert proc.stderr.index("cost estimate") < proc.stderr.index("attempt 1: running the tests again")
+        sizes.append(estimate["first_request_tokens"])
+        git(red_repo, "switch", "-q", "main")
+    assert sizes[1] < sizes[0] / 2, sizes
+
+
+def test_help_documents_every_status_exit_code_and_the_new_switches(repo: Path, env: dict) -> None:
+    from kimi_cli.frontends.ci_repair.results import ERROR_CODES, EXIT_CODES
+
+    proc = run_kimi(["ci-repair", "--help"], repo, {**env, "COLUMNS": "200"})
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode == 0
+    for code in {*EXIT_CODES.values(), *ERROR_CODES}:
+        assert f"{code} " in text.split("Exit codes:")[1], code
+    for flag in ("--pass-env", "--allow-network", "--pack-budget", "--no-pack", "--effort"):
+        assert flag in text, flag

@@ -71,6 +71,7 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     shadow = ShadowRepo(runtime.workdir)
     best: tuple[tuple[int, int], str, TestRun, str] | None = None
     message = TASK.format(command=command, failures=trim_failures(before.output))
+    result.estimate = _estimate(runtime, agent, message)
     after = before
     for attempt in range(1, max_attempts + 1):
         result.attempts = attempt
@@ -135,6 +136,27 @@ async def _leave_out_scratch(runtime: Runtime, command: str, timeout: int, files
     step("the tests pass without them: left out of the commit, kept in the working tree")
     result.left_out = new
     return [f for f in files if f not in new]
+
+
+def _estimate(runtime: Runtime, agent: Any, message: str) -> dict[str, Any]:
+    """Before the first request: its size (the system prompt with the packed repository, the tool schemas,
+    the task) and what it costs as a prompt-cache miss, then as a hit, at the model's rates; on stderr."""
+    from kimi_cli.context.tokens import TokenCounter
+
+    counter = TokenCounter()
+    texts = [json.dumps(m.get("content"), ensure_ascii=False) for m in agent.messages]
+    texts += [json.dumps(agent.registry.schemas(), ensure_ascii=False), message]
+    tokens = sum(counter.count(t) for t in texts)
+    counter.flush()
+    rates = rates_for(runtime.info(), runtime.config.pricing)
+    miss, hit = tokens * rates.input / 1e6, tokens * rates.cached_input / 1e6
+    priced = f"about ${miss:.4f} as a cache miss, ${hit:.4f} per later request on a hit" if rates.priced else "unpriced"
+    step(
+        f"cost estimate: the first request is about {tokens:,} input tokens (system prompt and packed repository, "
+        f"tools, task): {priced}; effort {runtime.effort or 'default'}; --pack-budget N or --no-pack makes it smaller"
+    )
+    return {"first_request_tokens": tokens, "first_request_miss_usd": round(miss, 4),
+            "later_request_hit_usd": round(hit, 4), "rates": rates.source}  # fmt: skip
 
 
 def _cost(runtime: Runtime, usage: dict[str, int]) -> Cost:

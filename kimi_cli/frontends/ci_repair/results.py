@@ -52,6 +52,7 @@ class RepairResult:
     exit_code: int = 1  # status "error": the error's exit code
     notes: list[str] = field(default_factory=list)  # what else the user must know (a refused commit, a stash)
     left_out: list[str] = field(default_factory=list)  # new files the agent wrote that the fix does not need
+    estimate: dict[str, Any] = field(default_factory=dict)  # the first request's size and cost, before it was sent
 
     def as_dict(self) -> dict[str, Any]:
         def run(t: TestRun | None) -> dict[str, Any] | None:
@@ -62,7 +63,7 @@ class RepairResult:
                 "tests_before": run(self.before), "tests_after": run(self.after), "usage": self.usage,
                 "cost_usd": round(self.cost, 4), "cost": self.cost_detail,
                 "session_id": self.session_id, "error": self.error or None, "notes": self.notes,
-                "left_out": self.left_out}  # fmt: skip
+                "left_out": self.left_out, "estimate": self.estimate}  # fmt: skip
 
 
 def exit_code_of(result: RepairResult) -> int:

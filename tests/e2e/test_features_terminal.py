@@ -58,7 +58,7 @@ def test_shift_tab_to_plan_mode_then_approve_runs_the_plan(repo: Path, env: dict
         term.wait_for("approve the plan?")
         term.wait_for_output("PLAN: 1.")
         assert "a - b" in (repo / "calc.py").read_text()  # nothing changed while planning
-        term.line("y")
+        term.send("y")  # one key, no Enter
         term.wait_for_output("Fixed calc.py.")
         wait_status(term, "auto mode")
         assert term.exit() == 0

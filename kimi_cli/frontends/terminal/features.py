@@ -18,7 +18,7 @@ from kimi_cli.util.sanitize import visible_text
 
 MODE_LABELS = {"plan": "⏸ plan mode", "ask": "ask mode", "auto": "auto mode", "yolo": "yolo mode"}
 FLASH = 2.5  # seconds the new mode is named on the status line
-APPROVE_PLAN = "approve the plan? y: approve and start · or type what to change · Enter: keep planning › "
+APPROVE_PLAN = "approve the plan? y: approve and start (no Enter) · or type what to change · Enter: keep planning › "
 
 
 class SessionFeatures:
@@ -105,7 +105,7 @@ class SessionFeatures:
         mode = self.app.runtime.mode
         if not mode.plan or outcome is None or outcome.reason != "done" or not str(outcome.text).strip():
             return
-        answer = (await self.app.input.ask(Question(APPROVE_PLAN))).strip()
+        answer = (await self.app.input.ask(Question(APPROVE_PLAN, first_keys={"y": "y"}))).strip()
         if answer.lower() in ("y", "yes", "approve"):
             back = mode.leave_plan()
             self.console.print(Text(f"  → plan approved; {MODE_LABELS.get(back, back)}", style="dim"))

@@ -48,6 +48,7 @@ class Question:
     keys: dict[str, str] = field(default_factory=dict)
     default: str = ""
     interrupts: bool = False
+    first_keys: dict[str, str] = field(default_factory=dict)  # a text question's one-key answers on an empty line
     future: asyncio.Future[str] | None = None
     draft: Document | None = None  # what the user was typing, put back afterwards
 
@@ -285,6 +286,20 @@ class InputLine:
             answer = self.question.keys.get(event.data.lower())
             if answer is not None:
                 self._answer(answer)
+
+        first_key = Condition(
+            lambda: self.question is not None and bool(self.question.first_keys)
+            and not self.session.default_buffer.text
+        )  # fmt: skip
+
+        @kb.add(Keys.Any, filter=first_key)
+        def _first_key(event: Any) -> None:
+            assert self.question is not None
+            answer = self.question.first_keys.get(event.data.lower())
+            if answer is not None:
+                self._answer(answer)
+            else:
+                event.current_buffer.insert_text(event.data)
 
         @kb.add("backspace", filter=asking_keys)
         @kb.add("tab", filter=asking_keys)

@@ -52,6 +52,14 @@ def main() -> None:
     from kimi_cli.util.paths import secure_home
 
     secure_home()  # ~/.kimi and the cache are 0700, their top entries tightened (a few syscalls)
+    if sys.argv[1:] in (["--help"], ["-h"]):  # the rendered help, cached under a key of all it depends on
+        from kimi_cli.cli import help_cache
+
+        if not help_cache.show(sys.argv[1:]):
+            from kimi_cli.cli.main import run
+
+            help_cache.render_and_store(sys.argv[1:], run)
+        return
     if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS and not HELP.intersection(sys.argv[2:]):
         try:
             code = FAST_COMMANDS[sys.argv[1]](sys.argv[2:])

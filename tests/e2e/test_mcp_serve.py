@@ -1,64 +1,23 @@
 """`kimi mcp serve` driven by the official MCP Python SDK's client against the scripted model: its tools, a
 task's answer, changed files, cost and session (with progress notifications), kimi_reply continuing it, two
 tasks in two workspaces running at once each confined to its own, approvals (elicitation's no reaches the
-model; a client without elicitation gets kimi -p's refusal), cwd outside the served roots refused, and HTTP
-refusing a request without the bearer token."""
+model; a client without elicitation gets kimi -p's refusal). The bearer token, the served roots and trust:
+tests/attacks/mcp/test_serve_*.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from mcp_serve_support import make_repo, payload, serve_env, with_client
 from sandbox_fixtures import backends, sandbox_flags
 
 from scripted_server import ScriptedModelServer
-from support import TEST_KEY, free_port, git, kimi_executable, tool_call, wait_until
-
-TOKEN = "t" * 20 + "0123456789abcdefghij"
-
-
-def serve_env(env: dict[str, str], server: ScriptedModelServer) -> dict[str, str]:
-    return {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
-
-
-def make_repo(root: Path, name: str) -> Path:
-    folder = root / name
-    folder.mkdir(parents=True)
-    git(folder, "init", "-q", "-b", "main")
-    (folder / "README.md").write_text(f"# {name}\n")
-    git(folder, "add", ".")
-    git(folder, "commit", "-q", "-m", "initial")
-    return folder
-
-
-async def with_client(
-    env: dict[str, str], cwd: Path, body: Any, *extra: str, elicit: Any = None, timeout: float = 120
-) -> Any:
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=kimi_executable()[0], args=[*kimi_executable()[1:], "mcp", "serve",
-                                   *extra], env=env, cwd=str(cwd))  # fmt: skip
-    async with (
-        stdio_client(params) as (read, write),
-        ClientSession(read, write, elicitation_callback=elicit) as session,
-    ):
-        await asyncio.wait_for(session.initialize(), 60)
-        return await asyncio.wait_for(body(session), timeout)
-
-
-def payload(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    if result.structured_content is not None:
-        data = result.structured_content
-        return data.get("result", data) if set(data) == {"result"} else data
-    return json.loads(result.content[0].text)
+from support import tool_call
 
 
 def test_lists_its_tools_runs_a_task_and_replies_in_its_session(
@@ -145,19 +104,6 @@ def test_two_tasks_in_two_workspaces_run_at_once_each_confined_to_its_own(
     assert abs(end_a - end_b) < 4, (end_a, end_b)
 
 
-def test_a_cwd_outside_the_served_roots_is_refused(
-    tmp_path: Path, env: dict[str, str], server: ScriptedModelServer
-) -> None:
-    served, other = make_repo(tmp_path, "served"), make_repo(tmp_path, "other")
-
-    async def body(session: Any) -> Any:
-        return await session.call_tool("kimi", {"prompt": "hi", "cwd": str(other)})
-
-    result = asyncio.run(with_client(serve_env(env, server), served, body))
-    assert result.is_error and "outside the folders this server serves" in result.content[0].text
-    assert server.requests == []
-
-
 def test_approvals_go_through_elicitation_and_a_no_reaches_the_model(
     tmp_path: Path, env: dict[str, str], server: ScriptedModelServer
 ) -> None:
@@ -194,62 +140,3 @@ def test_without_elicitation_a_call_that_asks_is_refused_as_in_kimi_p(
     assert out["answer"] == "could not" and not (repo / "ran.txt").exists()
     sent = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert any("headless run cannot ask" in str(c) for c in sent), sent
-
-
-@pytest.fixture
-def http_server(tmp_path: Path, env: dict[str, str], server: ScriptedModelServer) -> Any:
-    repo = make_repo(tmp_path, "repo")
-    port = free_port()
-    proc = subprocess.Popen([*kimi_executable(), "mcp", "serve", "--http", str(port)], cwd=repo,
-                            env={**serve_env(env, server), "KIMI_MCP_TOKEN": TOKEN},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}/mcp"
-
-    def up() -> bool:
-        assert proc.poll() is None, proc.communicate()[1]  # it exited: say why rather than wait
-        try:
-            httpx.get(url, timeout=1)
-            return True
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_until(up, 120, "kimi mcp serve --http listening")  # a loaded machine starts it slowly
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(20)
-
-
-def test_http_refuses_a_request_without_the_token(http_server: str) -> None:
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
-    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
-        refused = httpx.post(http_server, json=init, headers={**accept, **headers}, timeout=10)
-        assert refused.status_code == 401, refused.text
-    assert httpx.get(http_server, timeout=10).status_code == 401
-
-
-def test_http_with_the_token_serves_the_mcp_client(http_server: str) -> None:
-    from mcp import ClientSession
-    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
-
-    async def main() -> list[str]:
-        client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-        async with (
-            client,
-            streamable_http_client(http_server, http_client=client) as streams,
-            ClientSession(streams[0], streams[1]) as session,
-        ):
-            await session.initialize()
-            return [t.name for t in (await session.list_tools()).tools]
-
-    assert set(asyncio.run(asyncio.wait_for(main(), 60))) == {"kimi", "kimi_reply"}
-
-
-def test_http_refuses_a_token_too_short(tmp_path: Path, env: dict[str, str]) -> None:
-    argv = [*kimi_executable(), "mcp", "serve", "--http", str(free_port())]
-    short = {**env, "KIMI_MCP_TOKEN": "short"}
-    proc = subprocess.run(argv, cwd=tmp_path, env=short, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "KIMI_MCP_TOKEN is shorter" in proc.stderr

@@ -85,8 +85,11 @@ class InteractiveApp:
 
         self.notifier = Notifier(self)  # [notifications]: a turn ended or kimi waits, while you look elsewhere
         self.notifier.bind_keys(self.input.bindings)
+        from kimi_cli.frontends.terminal.btw import SideQuestions
         from kimi_cli.frontends.terminal.status_command import StatusCommand
 
+        self.side = SideQuestions(self)  # /btw: a side question, never in the history
+        self.side.register(self.commands.registry)
         self.status_command = StatusCommand(self)  # [status_line] command: its first line above the status line
         self.input.custom_line = lambda: self.status_command.line
         self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
@@ -184,6 +187,8 @@ class InteractiveApp:
 
     def submitted(self, text: str) -> None:
         """A line from the input: run it, or queue it while something runs."""
+        if self.current is not None and self.side.takes(text):
+            return  # /btw mid-turn: answered now, beside the turn
         if self.current is not None or not self.inbox.empty():
             self.input.queued.append(text)
             self.input.invalidate()

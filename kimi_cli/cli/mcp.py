@@ -13,7 +13,8 @@ from kimi_cli.util.redact import redacted_args, redacted_url
 
 mcp_app = typer.Typer(
     name="mcp",
-    help="MCP servers: list them, test one, add or remove one (the mcpServers JSON of Claude Code and kimi-cli).",
+    help="MCP servers: list them, test one, add or remove one (the mcpServers JSON of Claude Code and kimi-cli); "
+    "`kimi mcp serve` serves kimi itself as one.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode="rich",  # one help style for every command (kimi_cli/cli/subcommands.py)

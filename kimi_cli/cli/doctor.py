@@ -84,6 +84,7 @@ def model_findings(config: Any) -> list[Finding]:
     from kimi_cli.config import resolve_endpoint
     from kimi_cli.errors import KimiError
     from kimi_cli.hostsafe.secrets import key_variables, named
+    from kimi_cli.util.redact import shown_url
 
     try:
         endpoint = resolve_endpoint(config)
@@ -96,7 +97,7 @@ def model_findings(config: Any) -> list[Finding]:
     elif config.api_key:
         key = Finding("key", "ok", "from api_key in a config file")
     else:
-        key = Finding("key", "info", f"none set; {endpoint.provider} at {endpoint.base_url} needs none")
+        key = Finding("key", "info", f"none set; {endpoint.provider} at {shown_url(endpoint.base_url)} needs none")
     out = [key, *_endpoint(endpoint)]
     from kimi_cli.llm.endpoint_info import resolve_context_length
     from kimi_cli.llm.models import lookup
@@ -123,13 +124,14 @@ def _effort(config: Any, info: Any) -> Finding:
 
 def _endpoint(endpoint: Any) -> list[Finding]:
     from kimi_cli.cli.login import check_endpoint
+    from kimi_cli.util.redact import shown_url
 
-    where = f"{endpoint.provider} · {endpoint.base_url} · model {endpoint.model}"
+    where = f"{endpoint.provider} · {shown_url(endpoint.base_url)} · model {endpoint.model}"
     check = check_endpoint(endpoint.base_url, endpoint.api_key if endpoint.api_key != "EMPTY" else "",
                            timeout=ENDPOINT_TIMEOUT)  # fmt: skip
     if check.auth:
         fix = "check the exported key or api_key (kimi login saves a new one); a key exported wins over the files"
-        return [Finding("key", "error", f"{endpoint.base_url} refused it ({check.problem})", fix),
+        return [Finding("key", "error", f"{shown_url(endpoint.base_url)} refused it ({check.problem})", fix),
                 Finding("endpoint", "info", where + ": it answers, but not without a key it takes")]  # fmt: skip
     if not check.ok:
         fix = "start the server, or fix --base-url / KIMI_BASE_URL / base_url (it usually ends in /v1)"

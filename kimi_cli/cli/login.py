@@ -43,7 +43,10 @@ class Check:
 
 def check_endpoint(base_url: str, key: str, timeout: float = CHECK_TIMEOUT) -> Check:
     """GET {base_url}/models with the key: the models listed, or what went wrong."""
+    from kimi_cli.util.redact import shown_url
+
     request = urllib.request.Request(base_url.rstrip("/") + "/models", headers={"accept": "application/json"})
+    shown = shown_url(base_url)  # what the problems name: a password in the URL hidden
     if key:
         request.add_header("authorization", f"Bearer {key}")
     try:
@@ -53,14 +56,14 @@ def check_endpoint(base_url: str, key: str, timeout: float = CHECK_TIMEOUT) -> C
         if exc.code in (401, 403):
             return Check(False, problem=f"the server refused the key (HTTP {exc.code})", auth=True)
         hint = "is the base URL right? It usually ends in /v1"
-        return Check(False, problem=f"{base_url}/models answered HTTP {exc.code}; {hint}")
+        return Check(False, problem=f"{shown}/models answered HTTP {exc.code}; {hint}")
     except urllib.error.URLError as exc:
-        return Check(False, problem=f"cannot reach {base_url}: {exc.reason}")
+        return Check(False, problem=f"cannot reach {shown}: {exc.reason}")
     except (OSError, ValueError) as exc:
-        return Check(False, problem=f"{base_url}/models gave no model list ({type(exc).__name__}: {exc})")
+        return Check(False, problem=f"{shown}/models gave no model list ({type(exc).__name__}: {exc})")
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        return Check(False, problem=f"{base_url}/models answered without a model list")
+        return Check(False, problem=f"{shown}/models answered without a model list")
     return Check(True, [str(e.get("id")) for e in entries if isinstance(e, dict) and e.get("id")])
 
 

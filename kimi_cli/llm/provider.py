@@ -34,7 +34,7 @@ from kimi_cli.llm.types import Completion, Message
 from kimi_cli.llm.window import answer_budget, answer_fields, window_in
 from kimi_cli.llm.wire import EncodedHistory
 from kimi_cli.util.logs import get_logger
-from kimi_cli.util.redact import MIN_SECRET_LEN, register_secret
+from kimi_cli.util.redact import MIN_SECRET_LEN, register_secret, shown_url
 
 __all__ = ["ChatProvider", "StreamCallbacks"]
 
@@ -132,11 +132,19 @@ class ChatProvider:
         return True
 
     def redact(self, text: str) -> str:
-        """The key, as a whole token, becomes [REDACTED]; short dummy keys are not secrets."""
+        """The key, as a whole token, becomes [REDACTED] (short dummy keys are not secrets); the base URL
+        becomes shown_url (an error may quote the URL it asked)."""
+        text = text.replace(self.endpoint.base_url, self.shown_url)
         key = self.endpoint.api_key
         if not key or key == "EMPTY" or len(key) < MIN_SECRET_LEN:
             return text
         return re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "[REDACTED]", text)
+
+    @property
+    def shown_url(self) -> str:
+        """The base URL as messages name it: a password in it (https://user:pw@proxy/v1) or a secret-named
+        query parameter hidden (kimi -p's error, its JSON result and a notice reach logs and CI output)."""
+        return shown_url(self.endpoint.base_url)
 
     def set_model(self, endpoint: Endpoint, model_info: ModelInfo) -> None:
         """`/model NAME`: later requests go to this model, with its own fields."""
@@ -214,7 +222,7 @@ class ChatProvider:
                     empty += 1
                     if empty > 1:
                         raise ContextOverflow(
-                            f"{self.endpoint.base_url} returned an empty answer twice; this usually means the "
+                            f"{self.shown_url} returned an empty answer twice; this usually means the "
                             "request did not fit the model's context window"
                         ) from None
                 if failure.kind == "refused":
@@ -240,7 +248,7 @@ class ChatProvider:
             finally:
                 self.model_seconds += time.perf_counter() - started
         raise ProviderUnavailable(
-            f"model endpoint {self.endpoint.base_url} unavailable after {attempt + 1} attempts; last error: {last}"
+            f"model endpoint {self.shown_url} unavailable after {attempt + 1} attempts; last error: {last}"
         )
 
     def rough_budget(self, messages: list[Message], tools: list[dict[str, Any]]) -> int:
@@ -295,7 +303,7 @@ class ChatProvider:
                 if name in TOLD_FIELDS:
                     self._tell(
                         f"dropped:{name}",
-                        f"{self.endpoint.base_url} refused the {name} field ({self.redact(short_text(exc.message))}); "
+                        f"{self.shown_url} refused the {name} field ({self.redact(short_text(exc.message))}); "
                         f"the effort setting is not sent for the rest of this session",
                     )
                 return True
@@ -306,8 +314,8 @@ class ChatProvider:
         return host in LOCAL_HOSTS or host.startswith("127.")
 
     def _explain(self, failure: Failure, last: str) -> str:
-        url = self.endpoint.base_url
-        host = urlsplit(url).hostname or url
+        url = self.shown_url
+        host = urlsplit(self.endpoint.base_url).hostname or url  # the shown form's [hidden] reads as IPv6
         if failure.kind == "dns":
             return (
                 f"cannot resolve {host!r} (base URL {url}): check --base-url / KIMI_BASE_URL, "
@@ -318,7 +326,7 @@ class ChatProvider:
         return f"request to {url} failed: {last}"
 
     def _stop(self, failure: Failure, last: str) -> KimiError:
-        url, model = self.endpoint.base_url, self.endpoint.model
+        url, model = self.shown_url, self.endpoint.model
         from kimi_cli.hostsafe.secrets import named
 
         key_vars = named(self.endpoint.provider)

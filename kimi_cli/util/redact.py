@@ -153,6 +153,12 @@ def _pairs(text: str) -> str:
     return "".join(out)
 
 
+def shown_url(url: str) -> str:
+    """A URL as a message names it: redacted_url's form when it has a part that can hold a secret (user
+    info, a query, a fragment), else exactly as written."""
+    return redacted_url(url) if any(c in url for c in "@?#;") else url
+
+
 def redacted_urls_in(text: str) -> str:
     """Every URL in a message (an HTTP error quotes the URL it requested) with its secrets hidden."""
     return URL_IN_TEXT.sub(lambda m: redacted_url(m.group(0)), text)

@@ -78,8 +78,8 @@ class SideQuestions:
             return
         if completion.usage is not None:
             app.status.add(completion.usage.as_dict())
-        from rich.markdown import Markdown
+        from kimi_cli.frontends.terminal.render import AnswerMarkdown
 
         app.console.print(Text("btw ›", style="bold cyan"))
-        app.console.print(Markdown(visible(completion.text or "(no answer)"), hyperlinks=False))
+        app.console.print(AnswerMarkdown(visible(completion.text or "(no answer)"), hyperlinks=False))
         app.console.print(Text("  (side answer: not kept in the conversation)", style="dim"))

@@ -107,7 +107,7 @@ class TerminalRenderer:
         if self._blocks:
             self.console.print()  # paragraphs of one answer keep their blank line
         self._blocks += 1
-        self.console.print(_Markdown(visible(block), hyperlinks=False))
+        self.console.print(AnswerMarkdown(visible(block), hyperlinks=False))
 
     def _on_tool_call(self, event: ToolCall) -> None:
         self._end_reasoning()
@@ -179,5 +179,5 @@ class _LeftHeading(Heading):
     LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = dict.fromkeys(("h1", "h2", "h3", "h4", "h5", "h6"), "left")
 
 
-class _Markdown(Markdown):
+class AnswerMarkdown(Markdown):
     elements: ClassVar[dict[str, type[Any]]] = {**Markdown.elements, "heading_open": _LeftHeading}

@@ -125,6 +125,7 @@ class ModelOverride(_Strict):
     price_output: float | None = Field(default=None, ge=0)
     price_source: str | None = None
     max_tools: int | None = Field(default=None, ge=1)
+    tools_in_messages: bool | None = None  # false for a relay that refuses a system message's `tools`
     max_request_bytes: int | None = Field(default=None, ge=10_000)
     image_patch: int | None = Field(default=None, ge=1)
     image_long_edge: int | None = Field(default=None, ge=64, le=16384)
@@ -197,6 +198,15 @@ HOOK_EVENTS: tuple[str, ...] = get_args(HookEvent)  # the same names, in the sam
 HOOK_TIMEOUT = 60.0
 
 
+class McpSettings(_Strict):
+    """`[mcp]`: how long the first request waits for MCP servers that are still starting (they start beside
+    the pack; a server ready by then has its tools in request 1, a later one joins as it becomes ready).
+    A server's own `startup_wait` in its mcp.json entry overrides it; its `startup_timeout` stays the time
+    after which it counts as failed (kimi_cli.extensions.mcp)."""
+
+    startup_timeout: float = Field(default=5.0, ge=0, le=120)
+
+
 class HookSettings(_Strict):
     """One `[[hooks.EVENT]]` table, as written in a config file (kimi_cli.extensions.hooks runs them)."""
 
@@ -243,6 +253,7 @@ class Config(_Strict):
     lsp: LspSettings = Field(default_factory=LspSettings)
     notifications: NotificationSettings = Field(default_factory=NotificationSettings)
     status_line: StatusLineSettings = Field(default_factory=StatusLineSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     hooks: HooksTable = Field(
         default_factory=dict
     )  # [[hooks.EVENT]]: read per file by kimi_cli.extensions.hooks.config

@@ -66,6 +66,10 @@ class ToolRegistry:
         # Tools that may be called by name without being declared (deferred MCP tools once the block is
         # full): looked up only for a name that is not in the block.
         self.undeclared: Callable[[str], Tool[Any] | None] | None = None
+        # Where the model takes tools declared inside the conversation (messages[].tools, the K3 family): the
+        # schemas of tools appended after the block was first sent go here instead, and the top-level block
+        # stays as it was sent (kimi_cli.extensions.mcp.in_messages puts them in a system message).
+        self.declare_later: Callable[[list[dict[str, Any]]], None] | None = None
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -99,7 +103,11 @@ class ToolRegistry:
                 self._tools[tool.name] = tool
                 added.append(tool.name)
         if added and self._schemas is not None:
-            self._schemas = self._schemas + [self._tools[name].schema() for name in added]
+            schemas = [self._tools[name].schema() for name in added]
+            if self.declare_later is not None:
+                self.declare_later(schemas)
+            else:
+                self._schemas = self._schemas + schemas
         return added
 
     async def bring(self, names: Iterable[str]) -> None:

@@ -124,7 +124,11 @@ def make_agent(
         from kimi_cli.extensions.mcp.wiring import mcp_tools
 
         taken = set(default_tools(builtin).names)
+        # the first request waits up to [mcp] startup_timeout, so every server ready by then is in it
+        runtime.mcp.wait_ready(config.mcp.startup_timeout)
         extra_tools, notices, starting = mcp_tools(runtime.mcp, recorded, taken)
+        if starting:
+            notices.append(_still_starting(starting))
         builtin += extra_tools
     builtin += runtime.language_tools()  # Diagnostics, Definition, References, when a server is installed
     deferred = _defer_mcp(runtime, builtin, notices)  # over the model's tool limit: MCP tools wait for SearchTools
@@ -179,6 +183,10 @@ def make_agent(
         agent.notes = notes
     # a deferred tool called by its full name joins the end of the tools block; late tools may wait too
     deferred.attach(registry, lambda message: agent.emit(Notice(message)))
+    if runtime.info().tools_in_messages:  # late tools in a system message: the tools block stays as first sent
+        from kimi_cli.extensions.mcp.in_messages import ToolsInMessages
+
+        agent.between_steps.append(ToolsInMessages(registry, lambda: agent.messages))
     provider.on_notice = lambda message: agent.emit(Notice(message))
     if isinstance(agent.checkpointer, SessionCheckpointer):  # a failed snapshot is told, never silent
         agent.checkpointer.notify = lambda message: agent.emit(Notice(message))
@@ -191,6 +199,12 @@ def make_agent(
     for notice in notices:
         agent.emit(Notice(notice))
     return agent, provider
+
+
+def _still_starting(names: list[str]) -> str:
+    """The notice for servers not ready when the first request goes out (terminal and stderr)."""
+    return (f"MCP servers still starting: {', '.join(names)}; the first request goes without their tools, which "
+            "join when each is ready")  # fmt: skip
 
 
 def _defer_mcp(runtime: Runtime, builtin: list[Any], notices: list[str]) -> DeferredTools:

@@ -84,12 +84,14 @@ NARROWING: tuple[str, ...] = (
     "pricing.input", "pricing.cached_input", "pricing.output",  # what kimi shows a session costs
     "models.*.name", "models.*.aliases", "models.*.context_window", "models.*.image_input", "models.*.reasoning",
     "lsp.timeout", "lsp.start_timeout", "lsp.max_lines",  # capped by the config model (30 s, 60 s, 200 lines)
+    "mcp.startup_timeout",  # how long the first request waits for servers: capped at 120 s
     # How kimi tells the user a turn ended (a terminal escape, the bell, the host's notify-send, looked up
     # where no sandboxed command can plant one): the folder chooses no program and no text.
     "notifications.enabled", "notifications.method", "notifications.when", "notifications.desktop",
     "status_line.timeout",  # capped at 10 s by the config model
     "models.*.effort_levels", "models.*.thinking_can_disable", "models.*.price_input", "models.*.price_cached_input",
     "models.*.price_output", "models.*.price_source", "models.*.max_tools", "models.*.image_patch",
+    "models.*.tools_in_messages",  # where late tools are declared: the same tools either way
 )  # fmt: skip
 WHAT = {
     "base_url": "send requests (and your API key) to {host} ({value})",

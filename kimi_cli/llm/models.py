@@ -48,6 +48,7 @@ class ModelInfo:
     image_patch: int
     image_long_edge: int
     image_max_pixels: int
+    tools_in_messages: bool = False  # tools added mid-conversation go in a system message's `tools` (K3 family)
     source: str = "the model table"  # which layers made this entry (the table, the local engine, your config)
     facts_source: str = ""  # the entry's own `source`: where its prices, window and fields come from
 

@@ -59,9 +59,11 @@ def test_a_stdio_server_tool_runs_and_its_image_reaches_the_model(
                         tool_call("mcp__everything__get-tiny-image", {}, "i1")]},
         {"text": "done"},
     )  # fmt: skip
-    proc = run_kimi(["-p", "use mcp", "--output-format", "json"], repo, env, server)
+    # K2.6 keeps late tools in the top-level block (K3 declares them in messages: test_mcp_first_request.py)
+    proc = run_kimi(["-p", "use mcp", "--output-format", "json"], repo, {**env, "KIMI_MODEL": "kimi-k2.6"}, server)
     assert proc.returncode == 0, proc.stderr
-    # The first request does not wait for the server; by the second its tools are there, at the end.
+    # The first request waits up to [mcp] startup_timeout; a server later than that is there by the second,
+    # at the end.
     first = [t["function"]["name"] for t in server.requests[0]["tools"]]
     names = [t["function"]["name"] for t in server.requests[1]["tools"]]
     assert "mcp__everything__echo" in names and "mcp__everything__get-sum" in names
@@ -254,7 +256,8 @@ def test_a_server_that_writes_garbage_is_dropped_and_mcp_children_die_with_kimi(
 def test_a_server_ready_after_the_first_request_joins_the_end_of_the_tools_block(
     repo: Path, env: dict, server: ScriptedModelServer
 ) -> None:
-    """The first request does not wait for a slow server. When it is ready, its tools are appended after
+    """On a model without messages[].tools (the fallback): the first request waits for a slow server only
+    up to [mcp] startup_timeout. When it is ready, its tools are appended after
     everything already sent (the earlier tools block stays byte-identical: the cached prefix holds), and the
     model is told in one line. The slow server starts only once the first step has opened its gate."""
     import itertools
@@ -274,7 +277,7 @@ def test_a_server_ready_after_the_first_request_joins_the_end_of_the_tools_block
         {"tool_calls": [tool_call("Shell", {"command": "sleep 1"}, "wait")]},
         {"text": "done"},
     )  # fmt: skip
-    proc = run_kimi(["-p", "use the slow server", "--yolo"], repo, env, server)
+    proc = run_kimi(["-p", "use the slow server", "--yolo"], repo, {**env, "KIMI_MODEL": "kimi-k2.6"}, server)
     assert proc.returncode == 0, proc.stderr
     blocks = [request["tools"] for request in server.requests]
     assert not any(t["function"]["name"].startswith("mcp__slow__") for t in blocks[0])

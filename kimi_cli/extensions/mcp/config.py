@@ -37,6 +37,9 @@ class ServerConfig(BaseModel):
     transport: Literal["stdio", "http", "streamable-http", "sse"] | None = Field(default=None, alias="type")
     enabled: bool = True
     startup_timeout: float = Field(default=10.0, gt=0, le=300)
+    # how long the first request waits for this server (None: `[mcp] startup_timeout`, about 5 s); a server
+    # ready later joins then (its tools through messages[].tools where the model takes them)
+    startup_wait: float | None = Field(default=None, ge=0, le=300)
     tool_timeout: float = Field(default=60.0, gt=0, le=3600)
     enabled_tools: list[str] | None = None
     disabled_tools: list[str] = Field(default_factory=list)

@@ -65,10 +65,12 @@ class McpManager:
                       for name, s in self.states.items() if s.config.command}  # fmt: skip
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="kimi-mcp", daemon=True)
+        self.started_at = 0.0  # monotonic time of start(): the first request's wait counts from here
 
     def start(self) -> None:
         if not self.states:
             return
+        self.started_at = time.monotonic()
         self._thread.start()
         for state in self.states.values():
             asyncio.run_coroutine_threadsafe(self._launch(state), self.loop)
@@ -80,6 +82,19 @@ class McpManager:
             state.settled.wait(max(0.0, deadline - time.monotonic()))
             if not state.settled.is_set():
                 state.status, state.error = "failed", "did not start in time"
+
+    def wait_ready(self, default_wait: float) -> list[str]:
+        """Before the first request: wait for each server until it has settled or its wait has passed,
+        counted from start() (the servers started beside the pack, so a slow pack leaves less to wait). A
+        server's wait is its `startup_wait`, else `default_wait` (`[mcp] startup_timeout`). Its own
+        startup_timeout is not a cap: that clock starts only once the SDK is imported and the process spawned
+        (seconds on a loaded machine), and a server that fails settles at once. Returns the servers still
+        starting; they are not failed, only late."""
+        for state in self.states.values():
+            own = state.config.startup_wait
+            wait = default_wait if own is None else own
+            state.settled.wait(max(0.0, self.started_at + wait - time.monotonic()))
+        return [name for name, state in self.states.items() if state.status == "starting"]
 
     def _max_startup(self) -> float:
         return max((s.config.startup_timeout for s in self.states.values()), default=0.0)

@@ -194,3 +194,19 @@ def test_a_screenshot_larger_than_the_output_cap_comes_back_whole(
     assert len(shot) > 3000 and pixel(shot, (399, 299)) == (255, 0, 0)
     sent = [images_in(m) for m in server.requests[1]["messages"] if images_in(m)][-1][0]
     assert sent == shot  # within the bound and small: sent as rendered, byte for byte
+
+
+def test_the_terminal_tells_the_picture_it_attaches(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    from terminal import spawn
+
+    flat_png(repo / "shot.png", BLUE, (3000, 1500))
+    server.add({"text": "nice picture"})
+    term = spawn(repo, env, server)
+    try:
+        term.wait_for("❯")
+        term.line("what is @shot.png?")
+        term.wait_for("attached shot.png (resized 3000x1500 -> 2048x1024")
+        term.wait_for("nice picture")
+        assert term.exit() == 0
+    finally:
+        term.close()

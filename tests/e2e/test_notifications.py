@@ -83,7 +83,7 @@ def test_an_approval_waiting_unfocused_rings_and_runs_notify_send_without_the_ke
 
 def test_notifications_off_sends_nothing(repo: Path, env: dict, home: Path, server: ScriptedModelServer) -> None:
     with (home / ".kimi" / "config.toml").open("a") as fh:
-        fh.write('\n[notifications]\nenabled = false\n')
+        fh.write("\n[notifications]\nenabled = false\n")
     server.add({"text": "quiet answer"})
     term = spawn(repo, env, server, cols=60, extra_env={"TERM_PROGRAM": "WezTerm"})
     try:

@@ -3,9 +3,9 @@
 Whole `kimi -p` processes, timed to the first model request (seen by the scripted server). Target: with
 3 servers, no slower than without by more than one server's own start. A server's own start is measured
 both ways: what one server adds to a session (the MCP SDK's import, ~0.65 s, included), and what
-`kimi mcp test` reports (spawn to ready, the import excluded). The first request does not wait for the
-servers (kimi_cli.extensions.mcp.wiring.LateServers): what they cost it is their share of the CPU while the
-repository is packed.
+`kimi mcp test` reports (spawn to ready, the import excluded). Since issue 41 the first request waits for
+the servers up to [mcp] startup_timeout (5 s) and carries their tools: what they cost it is the slowest
+server's start, less the time the pack overlapped it.
 Usage: python3 bench/mcp_start.py [RUNS]   (needs .ci/node's @modelcontextprotocol/server-everything)
 """
 

@@ -30,7 +30,7 @@ def test_reads_in_a_row_form_one_batch_and_a_write_stands_alone() -> None:
 
 
 def test_consecutive_subagent_calls_form_their_own_batch() -> None:
-    async def spawn(task: str, kind: str, files: list[str]) -> tuple[str, dict[str, int]]:
+    async def spawn(task: str, kind: str, files: list[str], isolation: str | None = None) -> tuple[str, dict[str, int]]:
         return task, {}
 
     registry = ToolRegistry([Journal("R", []), AgentTool(spawn, {"explore": ToolFacts(reads=True)})])
@@ -91,7 +91,7 @@ def test_subagents_run_at_most_their_tools_limit_at_once(tmp_path: Path) -> None
     running, peak = [0], [0]
     release = asyncio.Event()
 
-    async def spawn(task: str, kind: str, files: list[str]) -> tuple[str, dict[str, int]]:
+    async def spawn(task: str, kind: str, files: list[str], isolation: str | None = None) -> tuple[str, dict[str, int]]:
         running[0] += 1
         peak[0] = max(peak[0], running[0])
         if running[0] == AgentTool.max_concurrent:

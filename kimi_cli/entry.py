@@ -46,8 +46,13 @@ def main() -> None:
     timing.mark("interpreter, site, entry")
     if sys.argv[1:] in (["--version"], ["-V"]):  # the version alone, before anything else is imported
         from kimi_cli import __version__
+        from kimi_cli.util.pipes import survives_closed_pipe
 
-        sys.stdout.write(f"kimi {__version__}\n")
+        def version() -> None:
+            sys.stdout.write(f"kimi {__version__}\n")
+
+        if survives_closed_pipe(version)() is not None:  # `kimi --version | true`: exit 1 quietly, as Typer's
+            sys.exit(1)
         return
     from kimi_cli.util.paths import secure_home
 

@@ -32,7 +32,7 @@ def all_commands() -> list[list[str]]:
 
 # The listings and reports each command prints when it has something to say (besides --help).
 LISTINGS = [["undo", "--list"], ["pack"], ["pack", "--json"], ["doctor"], ["doctor", "--json"], ["worktree", "list"],
-            ["mcp", "list"], ["sessions"], ["--help"]]  # fmt: skip
+            ["mcp", "list"], ["sessions"], ["--help"], ["--version"], ["-V"]]  # fmt: skip
 
 
 def closed_stdout(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess[bytes]:

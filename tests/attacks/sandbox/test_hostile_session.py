@@ -82,7 +82,8 @@ def test_a_hostile_session_gets_nothing_and_the_work_still_gets_done(
     everything = "\n".join([env_out, read, task_out, sock, proc_scan])
     for secret in ("IOSFODNN7", "PGPASS-55", "ghp_0123456789", TEST_KEY, "PRIVATE KEY", "GITCRED-77", "GHCLI-88"):
         assert secret not in everything, secret
-    assert "AGENT=[]" in env_out and "env_allow" in env_out  # the once-per-session notice names the setting
+    assert "AGENT=[]" in env_out  # the agent variable is withheld from the command
+    assert "env_allow" in proc.stderr and "env_allow" not in env_out  # the user is told the setting, never the model
     assert "fds ['0', '1', '2', '3']" in task_out or "fds ['0', '1', '2']" in task_out, task_out
     assert "CONNECTED" not in sock and host.accepted == 0
     assert "scanned" in proc_scan

@@ -37,6 +37,8 @@ def test_the_key_variables_are_named_in_one_module() -> None:
         for path in sorted((ROOT_DIR / top).rglob("*")):
             if not path.is_file() or path.suffix not in TEXT or "__pycache__" in path.parts:
                 continue
+            if path.name == "README.md":  # prose for people: engine/README.md shows a run with the key set
+                continue
             text = path.read_text(errors="replace")
             for name in ALL_KEY_VARIABLES:
                 if name in text:

@@ -35,6 +35,11 @@ EXEMPT = {
     "engine stop": "fixed text",
     "mcp add": "the user's own arguments, into the user's own config",
     "mcp remove": "the user's own arguments",
+    "doctor": "every finding and fix goes through util.sanitize.visible (cli/doctor.py); not yet driven here",
+    "mcp serve": "MCP JSON-RPC on stdout (or HTTP), never a terminal; strings JSON-escaped (test_mcp_serve.py)",
+    "worktree list": "worktree names held to [A-Za-z0-9._-] and their branches (kimi/NAME); not yet driven here",
+    "worktree merge": "the name given and git's merge result; not yet driven here",
+    "worktree remove": "names the worktree the user gave (held to [A-Za-z0-9._-]) and fixed text",
 }
 
 

@@ -127,6 +127,7 @@ class _Builder:
         self.pending_compaction: Compaction | None = None
         self.awaiting_prompt = ""  # the turn record's prompt, until its user message comes
         self.subagent_runs: set[str] = set()
+        self.early_notices: list[str] = []  # told before any turn began; they go on the first step
 
     def feed(self, records: list[dict[str, Any]]) -> None:
         for record in records:
@@ -162,6 +163,7 @@ class _Builder:
         turn = self.current_turn()
         self.step = Step(len(self.export.steps) + 1, turn.number)
         self.step.compaction, self.pending_compaction = self.pending_compaction, None
+        self.step.notices, self.early_notices = self.early_notices, []
         turn.steps.append(self.step)
         self.awaiting_prompt = ""
         return self.step
@@ -242,7 +244,10 @@ class _Builder:
         elif kind == "error":
             self.where().errors.append(str(event.get("message", "")))
         elif kind == "notice":
-            self.where().notices.append(str(event.get("message", "")))
+            if self.turn is None:  # a start notice (withheld variables) before the first turn: on its first step
+                self.early_notices.append(str(event.get("message", "")))
+            else:
+                self.where().notices.append(str(event.get("message", "")))
         elif kind in ("turn_end", "finished"):
             turn = self.current_turn()
             if turn.end is None or kind == "turn_end":

@@ -161,7 +161,9 @@ APPROVAL_60 = """\
 │ pytest -q tests/x.py │
 ╰──────────────────────╯
    y  yes, this once
-   a  always: commands starting `pytest`, for this session
+   a  always: commands starting `pytest` whose options do
+      not write files, run programs or reach the network
+      (those still ask), for this session
    s  always, and save the rule in .kimi/config.toml for
       later sessions
    n  no, and tell kimi why (Enter)

@@ -67,7 +67,7 @@ def hold_on_clipboard(display: str, data: bytes, mime: str, tmp_path: Path) -> s
     owner = subprocess.Popen(["xclip", "-quiet", "-selection", "clipboard", "-t", mime, "-i", str(source)],
                              env={**os.environ, "DISPLAY": display}, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # xclip and Xvfb start slowly on a loaded 2-core machine
     while True:  # until the selection is served
         probe = subprocess.run(["xclip", "-selection", "clipboard", "-t", "TARGETS", "-o"], capture_output=True,
                                env={**os.environ, "DISPLAY": display}, timeout=5)  # fmt: skip

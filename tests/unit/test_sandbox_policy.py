@@ -134,3 +134,47 @@ def test_sandbox_command_lists_what_each_backend_enforces_and_cannot(tmp_path: P
         assert "connect() reaches only sockets in the workspace" in text and "chmod, chown and timestamps" in text
     finally:
         landlock.close_sync()
+
+
+def test_the_withheld_notice_is_told_once_and_names_only_what_a_failure_mentions() -> None:
+    from kimi_cli.sandbox.env import EnvNotice
+
+    assert EnvNotice().take() == ""  # nothing withheld: nothing to say
+    names = tuple(f"VAR_{i:02d}" for i in range(14))
+    notice = EnvNotice(withheld=("DATABASE_URL", *names))
+    told = notice.take()
+    assert told.startswith("15 environment variable(s) are withheld") and "and 3 more" in told
+    assert "env_allow" in told and notice.take() == ""  # once a session
+    assert notice.missing_in("") == "" and notice.missing_in("all good") == ""
+    assert notice.missing_in("MY_DATABASE_URL_X unset") == ""  # a whole word only
+    said = notice.missing_in("KeyError: 'DATABASE_URL'")
+    assert "DATABASE_URL is withheld" in said and "env_allow" in said
+    assert notice.missing_in("DATABASE_URL again") == ""  # each name once
+    many = notice.missing_in(" ".join(names[:7]))
+    assert "VAR_00, VAR_01, VAR_02, VAR_03, VAR_04 and 2 more are withheld" in many
+
+
+def test_pass_env_refuses_patterns_and_the_never_table() -> None:
+    from kimi_cli.sandbox.env import pass_env_refusal
+
+    assert pass_env_refusal("DATABASE_URL") == ""
+    assert "not a variable name" in pass_env_refusal("AWS_*")
+    assert "never passed" in pass_env_refusal("LD_PRELOAD")
+    assert "never passed" in pass_env_refusal("MOONSHOT_API_KEY")
+
+
+def test_host_sockets_lists_a_real_listener_unless_it_is_inside(tmp_path: Path) -> None:
+    import socket
+
+    from kimi_cli.sandbox.policy import host_sockets
+
+    path = tmp_path / "app.sock"
+    idle = tmp_path / "idle.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener, socket.socket(socket.AF_UNIX) as bound:
+        listener.bind(str(path))
+        listener.listen(1)
+        bound.bind(str(idle))  # bound, never listening: nothing to connect to
+        assert path in host_sockets([])
+        assert idle not in host_sockets([])
+        assert path not in host_sockets([tmp_path])  # inside the workspace: the sandbox sees it anyway
+    assert host_sockets([], table=str(tmp_path / "no-such-table")) == []

@@ -178,3 +178,30 @@ def test_host_sockets_lists_a_real_listener_unless_it_is_inside(tmp_path: Path) 
         assert idle not in host_sockets([])
         assert path not in host_sockets([tmp_path])  # inside the workspace: the sandbox sees it anyway
     assert host_sockets([], table=str(tmp_path / "no-such-table")) == []
+
+
+def test_bwrap_covers_a_hidden_entry_as_it_is_now_and_skips_one_removed(tmp_path: Path) -> None:
+    """A hidden folder removed after the session began (another program's `rm -r ~/.ssh`) failed every later
+    command with "bwrap: Can't mkdir ... Read-only file system": the mount point had to be made."""
+    import shutil
+
+    store = tmp_path / "store"
+    store.mkdir()
+    pol = SandboxPolicy(
+        workspace=tmp_path,
+        private_tmp=tmp_path / "t",
+        read_only=(),
+        hidden=(HiddenPath(store, True),),
+        network=False,
+        env={},
+        sockets=(),
+    )
+    sandbox = BwrapSandbox(pol, 1000)
+    argv = sandbox.argv("true", None)
+    assert argv[argv.index(str(store)) - 1] == "--tmpfs"
+    shutil.rmtree(store)
+    assert str(store) not in sandbox.argv("true", None)
+    store.write_text("token")  # back, as a file now
+    argv = sandbox.argv("true", None)
+    at = argv.index(str(store))
+    assert argv[at - 2 : at + 1] == ["--ro-bind", "/dev/null", str(store)]

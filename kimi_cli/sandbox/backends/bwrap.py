@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -134,6 +135,20 @@ def _folders_stamp(patterns: tuple[str, ...]) -> tuple[int | None, ...] | None:
     return tuple(out)
 
 
+def _as_they_are(hidden: tuple[HiddenPath, ...]) -> tuple[HiddenPath, ...]:
+    """The hidden entries as the file system has them now (a stat each): one removed since is left out, as
+    bwrap would have to make its mount point on the read-only root and fail the command ("Can't mkdir"),
+    and one whose kind changed is covered as what it is now. A removed one that comes back is covered again."""
+    out: list[HiddenPath] = []
+    for entry in hidden:
+        try:
+            is_dir = stat.S_ISDIR(os.stat(entry.path).st_mode)
+        except (OSError, ValueError):
+            continue  # gone (or unreadable to stat, as before: then nothing of it can be read either)
+        out.append(entry if is_dir == entry.is_dir else HiddenPath(entry.path, is_dir))
+    return tuple(out)
+
+
 class BwrapSandbox(GuardedSandbox):
     """Runs each command in a fresh bubblewrap sandbox; the process group dies on timeout."""
 
@@ -182,11 +197,10 @@ class BwrapSandbox(GuardedSandbox):
             self._late_hidden, self._hidden_stamp = tuple(fresh), stamp
         inside = [policy.workspace, policy.private_tmp.resolve()]
         sockets = tuple(s for s in host_sockets(inside) if s not in policy.sockets)
-        if not self._late_hidden and not sockets:
+        hidden = _as_they_are((*policy.hidden, *self._late_hidden))
+        if hidden == policy.hidden and not sockets:
             return policy
-        return dataclasses.replace(
-            policy, hidden=(*policy.hidden, *self._late_hidden), sockets=(*policy.sockets, *sockets)
-        )
+        return dataclasses.replace(policy, hidden=hidden, sockets=(*policy.sockets, *sockets))
 
     async def run(self, command: str, timeout: float) -> ExecResult:
         return await self.guarded(lambda: self._run(command, timeout))  # .git/.kimi checks: base.GuardedSandbox

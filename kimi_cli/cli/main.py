@@ -450,6 +450,16 @@ def ci_repair_command(
     no_pack: Annotated[
         bool, typer.Option("--no-pack", help="Do not pack the repository: the agent reads files as it needs them.")
     ] = False,
+    attempts: Annotated[
+        int,
+        typer.Option(
+            "--attempts",
+            help="N whole repairs at once, each in its own git worktree with the same checks; the fixed one with "
+            "the smallest change is kept on the run's branch, the others removed.",
+            metavar="N",
+        ),
+    ] = 1,
+    attempt_of: Annotated[str | None, typer.Option("--attempt-of", hidden=True)] = None,
 ) -> None:
     """Run the tests; if they fail, let the agent fix them, commit on a branch of the run's own, and report.
     Never pushes. Uncommitted changes are stashed for the run and put back after it; the commit holds only the
@@ -494,11 +504,21 @@ def ci_repair_command(
     if any(v is not None for v in context.values()):
         flags["context"] = {k: v for k, v in context.items() if v is not None}
     root = (workdir or Path.cwd()).resolve()
-    raise typer.Exit(
-        run_ci_repair(
-            root, test, max_attempts, branch, report, output_format, test_timeout, flags, pass_env, allow_network
-        )
-    )
+    if not 1 <= attempts <= 8:
+        _usage("--attempts must be between 1 and 8")
+    of = _attempt_of(attempt_of) if attempt_of else None
+    argv = sys.argv[sys.argv.index("ci-repair") + 1 :] if "ci-repair" in sys.argv else []
+    code = run_ci_repair(root, test, max_attempts, branch, report, output_format, test_timeout, flags, pass_env,
+                         allow_network, attempts, of, argv)  # fmt: skip
+    raise typer.Exit(code)
+
+
+def _attempt_of(value: str) -> tuple[int, int]:
+    """--attempt-of K/N (hidden): the run is attempt K of N in the worktree ci-repair --attempts made."""
+    k, _, n = value.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        _usage("--attempt-of takes K/N")
+    return int(k), int(n)
 
 
 @app.command("acp")

@@ -126,8 +126,11 @@ async def run_attempts(
     run_one: RunOne,
     commit_message: Callable[[int], str] = lambda k: f"kimi: attempt {k}",
     merge: bool = True,
+    commit: bool = True,
 ) -> AttemptsOutcome:
-    """Run one attempt per worktree at once, commit each one's changes on its branch, pick, merge the pick."""
+    """Run one attempt per worktree at once, commit each one's changes on its branch, pick, merge the pick.
+    commit=False: each attempt commits (or not) by its own rules, as `kimi ci-repair` does, and whatever it
+    left uncommitted (files it left out of its commit) is left alone; only its change is measured."""
 
     async def one(k: int, tree: Worktree) -> Attempt:
         started = time.perf_counter()
@@ -136,7 +139,7 @@ async def run_attempts(
         except Exception as exc:  # one attempt failing to start is its own result, not the others' end
             run = AttemptRun("error", 1, None, message=str(exc))
         attempt = Attempt(k, tree, run, wall_s=time.perf_counter() - started)
-        await asyncio.to_thread(_settle, root, attempt, commit_message(k))
+        await asyncio.to_thread(_settle, root, attempt, commit_message(k) if commit else None)
         return attempt
 
     attempts = list(await asyncio.gather(*(one(k, t) for k, t in enumerate(worktrees, start=1))))
@@ -148,10 +151,12 @@ async def run_attempts(
     return AttemptsOutcome(attempts, chosen, result)
 
 
-def _settle(root: Path, attempt: Attempt, message: str) -> None:
-    """Commit what the attempt left in its checkout, and measure its change against where it started."""
+def _settle(root: Path, attempt: Attempt, message: str | None) -> None:
+    """Commit what the attempt left in its checkout (unless message is None), and measure its change against
+    where it started."""
     try:
-        trees.commit_pending(attempt.tree, message)
+        if message is not None:
+            trees.commit_pending(attempt.tree, message)
         attempt.commits, attempt.diff_lines = trees.changes(root, attempt.tree, attempt.tree.base or None)
     except Exception as exc:  # an attempt whose repository kimi now refuses cannot be chosen
         attempt.run.check = None

@@ -216,6 +216,14 @@ def remove(root: Path, name: str, keep_branch: bool = False, force: bool = False
     return tree
 
 
+def rename_branch(root: Path, old: str, new: str) -> None:
+    """Rename a branch no worktree has checked out (the attempt kept, once its worktree is removed)."""
+    main = main_root(root)
+    code, _, err = _git(main, _open(main), "branch", "-m", old, new)
+    if code != 0:
+        raise KimiError(f"renaming the branch {old} to {new} failed: {err.strip()}")
+
+
 def exit_line(root: Path, tree: Worktree) -> str:
     """The one line a session in a worktree ends with: branch, commits, and how to merge or remove it."""
     location = _open(tree.path)

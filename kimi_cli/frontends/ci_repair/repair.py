@@ -57,7 +57,7 @@ def _said(run: TestRun) -> str:
 
 
 async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str, timeout: int,
-                 renderer: HeadlessRenderer, result: RepairResult) -> RepairResult:  # fmt: skip
+                 renderer: HeadlessRenderer, result: RepairResult, note: str = "") -> RepairResult:  # fmt: skip
     step(f"running the tests: {command}")
     before = await run_tests(runtime, command, timeout)
     result.before, result.status = before, "already-green"
@@ -70,7 +70,7 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     agent, _provider = runtime.make_agent(renderer, Approver.unattended(Rules(), yolo=True), headless=True)
     shadow = ShadowRepo(runtime.workdir)
     best: tuple[tuple[int, int], str, TestRun, str] | None = None
-    message = TASK.format(command=command, failures=trim_failures(before.output))
+    message = TASK.format(command=command, failures=trim_failures(before.output)) + note
     result.estimate = _estimate(runtime, agent, message)
     after = before
     for attempt in range(1, max_attempts + 1):
@@ -222,15 +222,28 @@ def _sandbox_flags(root: Path, flags: dict[str, Any], pass_env: list[str], allow
 
 def run_ci_repair(root: Path, command: str, max_attempts: int, branch: str | None, report: Path | None,
                   output_format: str, timeout: int, flags: dict[str, Any], pass_env: list[str] | None = None,
-                  allow_network: bool = False) -> int:  # fmt: skip
-    """The whole run. Whatever happens, the JSON result (json format) and the report (--report) are written."""
+                  allow_network: bool = False, attempts: int = 1, attempt_of: tuple[int, int] | None = None,
+                  argv: list[str] | None = None) -> int:  # fmt: skip
+    """The whole run. Whatever happens, the JSON result (json format) and the report (--report) are written.
+    attempts > 1: that many runs in worktrees (kimi_cli.frontends.ci_repair.attempts, `argv` their flags);
+    attempt_of (k, n): this run is one of them, in its worktree, on the worktree's branch."""
     renderer = HeadlessRenderer("text" if output_format == "text" else "json")
     renderer.out = sys.stderr  # the agent's final answers are progress here; the report is the result
     started = time.perf_counter()
     result = RepairResult("error", command, None)
     stash: tree.Stash | None = None
     try:
-        work_branch = tree.fresh_branch(root, branch)
+        if attempts > 1:
+            from kimi_cli.frontends.ci_repair.attempts import repair_attempts
+
+            repair_attempts(root, attempts, branch, argv or [], flags.get("max_tokens"), result)
+            return _finish(result, report, output_format, started)
+        work_branch = tree.current_branch(root) if attempt_of else tree.fresh_branch(root, branch)
+        note = ""
+        if attempt_of:
+            from kimi_cli.frontends.ci_repair.attempts import NOTE
+
+            note = NOTE.format(k=attempt_of[0], n=attempt_of[1])
         stash = tree.stash_changes(root)
         if stash.taken:
             step(f"stashed your {len(stash.paths)} uncommitted change(s) for the run; the tests run on HEAD")
@@ -243,7 +256,7 @@ def run_ci_repair(root: Path, command: str, max_attempts: int, branch: str | Non
 
         async def main() -> RepairResult:
             try:
-                return await repair(runtime, command, max_attempts, work_branch, timeout, renderer, result)
+                return await repair(runtime, command, max_attempts, work_branch, timeout, renderer, result, note)
             finally:
                 await runtime.aclose()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kimi_cli.frontends.ci_repair.results import RepairResult, TestRun
 
 HEADLINES = {
@@ -21,6 +23,16 @@ def _tests(run: TestRun | None) -> str:
     return f"{state}: {counts}"
 
 
+def _attempt_row(row: dict[str, Any]) -> str:
+    after = row.get("tests_after") or {}
+    code = after.get("exit_code", "n/a")
+    tests = "green" if code == 0 else ("not run" if not after else f"red (exit {code})")
+    counts = ", ".join(f"{n} {k}" for k, n in sorted((after.get("counts") or {}).items()))
+    branch = f"kept: `{row['branch']}`" if row.get("kept") and row.get("branch") else "removed"
+    return (f"| {row['index']} | {row['status']} | {row['exit_code']} | {tests}{': ' + counts if counts else ''} "
+            f"| ${float(row.get('cost_usd') or 0):.4f} | {branch} |")  # fmt: skip
+
+
 def render_report(result: RepairResult, seconds: float) -> str:
     lines = [f"## kimi ci-repair: {result.status}", "", HEADLINES.get(result.status, result.status), ""]
     if result.error:
@@ -30,6 +42,10 @@ def render_report(result: RepairResult, seconds: float) -> str:
         lines += [f"- Tests after: {_tests(result.after)}", f"- Attempts: {result.attempts}"]
         if result.branch:
             lines.append(f"- Branch: `{result.branch}`" + (f", commit `{result.commit[:12]}`" if result.commit else ""))
+    if result.worktree_attempts:
+        lines += ["", "### Attempts", "", "Each in its own worktree, through the same checks; the others are removed.",
+                  "", "| Attempt | Status | Exit | Tests after | Cost | Branch |", "|---|---|---|---|---|---|",
+                  *[_attempt_row(row) for row in result.worktree_attempts]]  # fmt: skip
     if result.notes:
         lines += ["", "### Notes", *[f"- {note}" for note in result.notes]]
     if result.before is not None and result.before.failing:

@@ -53,6 +53,8 @@ class RepairResult:
     notes: list[str] = field(default_factory=list)  # what else the user must know (a refused commit, a stash)
     left_out: list[str] = field(default_factory=list)  # new files the agent wrote that the fix does not need
     estimate: dict[str, Any] = field(default_factory=dict)  # the first request's size and cost, before it was sent
+    # --attempts N: each attempt as it ended (status, exit code, cost, tests, its branch kept or removed)
+    worktree_attempts: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         def run(t: TestRun | None) -> dict[str, Any] | None:
@@ -63,7 +65,29 @@ class RepairResult:
                 "tests_before": run(self.before), "tests_after": run(self.after), "usage": self.usage,
                 "cost_usd": round(self.cost, 4), "cost": self.cost_detail,
                 "session_id": self.session_id, "error": self.error or None, "notes": self.notes,
-                "left_out": self.left_out, "estimate": self.estimate}  # fmt: skip
+                "left_out": self.left_out, "estimate": self.estimate,
+                "worktree_attempts": self.worktree_attempts}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RepairResult:
+        """A result as_dict wrote (an attempt's child run, read back by the run of all the attempts)."""
+
+        def run(d: Any) -> TestRun | None:
+            if not isinstance(d, dict):
+                return None
+            return TestRun(d.get("exit_code"), "", list(d.get("failing") or []), dict(d.get("counts") or {}))
+
+        return cls(
+            status=str(data.get("status", "error")), command=str(data.get("command", "")),
+            before=run(data.get("tests_before")), after=run(data.get("tests_after")),
+            attempts=int(data.get("attempts") or 0), branch=data.get("branch"), commit=data.get("commit"),
+            summary=str(data.get("summary") or ""), files=list(data.get("files_changed") or []),
+            usage=dict(data.get("usage") or {}), cost=float(data.get("cost_usd") or 0.0),
+            cost_detail=dict(data.get("cost") or {}), session_id=str(data.get("session_id") or ""),
+            error=str(data.get("error") or ""), exit_code=int(data.get("exit_code") or 1),
+            notes=list(data.get("notes") or []), left_out=list(data.get("left_out") or []),
+            estimate=dict(data.get("estimate") or {}),
+        )  # fmt: skip
 
 
 def exit_code_of(result: RepairResult) -> int:

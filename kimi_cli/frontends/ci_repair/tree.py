@@ -51,6 +51,14 @@ def branch_exists(root: Path, name: str) -> bool:
     return _git(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}")[0] == 0
 
 
+def current_branch(root: Path) -> str:
+    """The branch checked out (an attempt's worktree's own, kimi/...); a detached HEAD is refused."""
+    code, out = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD")
+    if code != 0 or not out.strip():
+        raise ConfigError("--attempt-of: HEAD is not on a branch (an attempt runs in the worktree kimi made)")
+    return out.strip()
+
+
 def fresh_branch(root: Path, asked: str | None) -> str:
     """The run's own branch: --branch NAME when it does not exist yet (an existing one is refused: it holds
     another run's work), else kimi/ci-repair-<short sha>, then -2, -3... where that is taken."""

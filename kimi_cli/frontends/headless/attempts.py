@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,10 @@ def kimi_command() -> list[str]:
     return [sys.executable, "-m", "kimi_cli"]
 
 
-async def run_child(argv: list[str], tree: Worktree) -> AttemptRun:
-    """One attempt: `kimi -p` in the worktree, JSON out; cancelled, its whole process group is killed."""
+async def run_child(argv: list[str], tree: Worktree,
+                    parse: Callable[[bytes, bytes, int | None], AttemptRun] | None = None) -> AttemptRun:  # fmt: skip
+    """One attempt: `kimi -p` (or `kimi ci-repair`, with its own `parse`) in the worktree, JSON out;
+    cancelled, its whole process group is killed."""
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=str(tree.path), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, start_new_session=True,
@@ -62,7 +65,7 @@ async def run_child(argv: list[str], tree: Worktree) -> AttemptRun:
     except asyncio.CancelledError:
         await _stop(proc)
         raise
-    return _parse(out, err, proc.returncode)
+    return (parse or _parse)(out, err, proc.returncode)
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:

@@ -244,6 +244,35 @@ def test_acp_offers_effort_as_a_config_option_and_applies_it(
     assert [r["reasoning_effort"] for r in server.requests] == ["high", "low"]
 
 
+def test_acp_effort_is_kept_with_the_session(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    """The effort an editor sets is the session's, as the terminal's /effort is: loading the session again in
+    a new kimi acp, and `kimi -p --continue`, go on with it (neither is the mode's default: high, max)."""
+    import acp
+
+    from acp_support import RecordingClient, run
+
+    server.add({"text": "one"}, {"text": "two"}, {"text": "three"})
+
+    async def first(conn: object, proc: object) -> str:
+        session = await conn.new_session(cwd=str(repo), mcp_servers=[])  # type: ignore[attr-defined]
+        sid = session.session_id
+        await conn.set_config_option(config_id="effort", session_id=sid, value="low")  # type: ignore[attr-defined]
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("hi")])  # type: ignore[attr-defined]
+        return str(sid)
+
+    sid = run(repo, env, server, RecordingClient(), first)
+
+    async def again(conn: object, proc: object) -> object:
+        loaded = await conn.load_session(cwd=str(repo), session_id=sid, mcp_servers=[])  # type: ignore[attr-defined]
+        await conn.prompt(session_id=sid, prompt=[acp.text_block("again")])  # type: ignore[attr-defined]
+        return loaded.config_options
+
+    options = run(repo, env, server, RecordingClient(), again)
+    assert options[0].current_value == "low"
+    assert run_kimi(["-p", "and again", "--continue"], repo, env, server).returncode == 0
+    assert [r["reasoning_effort"] for r in server.requests] == ["low", "low", "low"]
+
+
 # --- the terminal --------------------------------------------------------------------------------------------
 
 

@@ -39,9 +39,12 @@ def effort_options(session: Any) -> list[Any]:
 
 
 def set_effort(session: Any, config_id: str, value: Any) -> Any:
-    """session/set_config_option: later requests of this session carry the new effort."""
+    """session/set_config_option: later requests of this session carry the new effort, and the session keeps
+    it (its meta, as the terminal's /effort does), so loading it again or `kimi -c` goes on with it."""
     from acp import RequestError
     from acp.schema import SetSessionConfigOptionResponse
+
+    from kimi_cli.agent.toolbox import keep_effort
 
     if config_id != OPTION_ID or not effort_options(session):
         raise RequestError.invalid_params({"message": f"unknown config option {config_id!r}"})
@@ -49,4 +52,5 @@ def set_effort(session: Any, config_id: str, value: Any) -> Any:
         raise RequestError.invalid_params({"message": f"effort must be one of {', '.join(EFFORTS)}, not {value!r}"})
     session.runtime.effort = value
     session.agent.provider.effort = value
+    keep_effort(session.runtime, value)
     return SetSessionConfigOptionResponse(config_options=effort_options(session))

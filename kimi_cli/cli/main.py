@@ -396,6 +396,10 @@ def _usage(message: str) -> None:
     from kimi_cli.util.sanitize import visible
 
     typer.echo(f"kimi: {visible(message)}", err=True)
+    if _ci_repair(sys.argv[1:]):  # its JSON result and --report, written for usage errors too
+        from kimi_cli.frontends.ci_repair.repair import usage_failure
+
+        raise typer.Exit(usage_failure(sys.argv[sys.argv.index("ci-repair") + 1 :], message))
     if _json_format(sys.argv[1:]):
         from kimi_cli.frontends.headless.app import result_object
         from kimi_cli.util.jsonsafe import dumps
@@ -504,6 +508,8 @@ def ci_repair_command(
     if any(v is not None for v in context.values()):
         flags["context"] = {k: v for k, v in context.items() if v is not None}
     root = (workdir or Path.cwd()).resolve()
+    if not root.is_dir():
+        _usage(f"--workdir {root}: no such folder")
     if not 1 <= attempts <= 8:
         _usage("--attempts must be between 1 and 8")
     of = _attempt_of(attempt_of) if attempt_of else None
@@ -612,6 +618,11 @@ def _argv(argv: list[str]) -> list[str]:
     return out
 
 
+def _ci_repair(argv: list[str]) -> bool:
+    """`kimi ci-repair ...`: the subcommand is the first word that is not an option."""
+    return next((arg for arg in argv if not arg.startswith("-")), None) == "ci-repair"
+
+
 def _json_format(argv: list[str]) -> bool:
     for index, arg in enumerate(argv):
         if arg.startswith("--output-format="):
@@ -628,7 +639,7 @@ def run() -> None:
 
         light_help()
     try:
-        if _json_format(sys.argv[1:]):
+        if _json_format(sys.argv[1:]) or _ci_repair(sys.argv[1:]):
             _run_json()
         app()
     except KeyboardInterrupt:
@@ -637,7 +648,8 @@ def run() -> None:
 
 def _run_json() -> None:
     """--output-format json: a bad flag is still one JSON `result` object on stdout (and the usual words
-    on stderr), so a script never gets an empty stdout."""
+    on stderr), so a script never gets an empty stdout. ci-repair comes here in every format: its --report
+    is written for a bad flag too."""
     try:  # this Typer carries its own click; older ones use click itself
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover
@@ -650,6 +662,10 @@ def _run_json() -> None:
         from kimi_cli.util.jsonsafe import dumps
 
         exc.show()
+        if _ci_repair(sys.argv[1:]):  # ci-repair's JSON result and --report, whatever the format
+            from kimi_cli.frontends.ci_repair.repair import usage_failure
+
+            sys.exit(usage_failure(sys.argv[sys.argv.index("ci-repair") + 1 :], exc.format_message()))
         sys.stdout.write(dumps(result_object("usage_error", 2, message=exc.format_message(), error="usage")) + "\n")
         sys.exit(2)
     except ClickExit as exc:

@@ -215,6 +215,36 @@ def test_a_refused_connection_leaves_a_json_result_and_a_report(red_repo: Path, 
     assert "Error:" in report.read_text()
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [["--bogus-flag"], ["--max-attempts", "many"], ["--test-timeout", "0"], ["--workdir", "/no/such/folder"]],
+)
+@pytest.mark.parametrize("output_format", ["json", "text"])
+def test_a_usage_error_still_writes_the_report_and_the_json_result(
+    repo: Path, env: dict, server: ScriptedModelServer, tmp_path: Path, bad: list[str], output_format: str
+) -> None:
+    report = tmp_path / "report.md"
+    args = ["ci-repair", "--test", "pytest -q", *bad, "--report", str(report), "--output-format", output_format]
+    proc = run_kimi(args, repo, env, server, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    text = report.read_text()
+    assert "## kimi ci-repair: error" in text and "Error: usage:" in text and "`pytest -q`" in text
+    if output_format == "json":
+        result = result_of(proc)
+        assert result["status"] == "error" and result["exit_code"] == 2 and result["error"].startswith("usage: ")
+        assert result["report"] == str(report)
+    else:
+        assert proc.stdout == ""
+    assert server.requests == []
+
+
+def test_a_missing_test_option_still_writes_the_report(repo: Path, env: dict, tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    proc = run_kimi(["ci-repair", "--report", str(report), "--output-format", "json"], repo, env)
+    assert proc.returncode == 2 and "--test" in result_of(proc)["error"], proc.stderr
+    assert "Missing option" in report.read_text()
+
+
 # --- `-p --check`: the check's exit code, not the model's word ---------------------------------------------------
 
 

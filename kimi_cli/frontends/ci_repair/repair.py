@@ -281,7 +281,27 @@ def run_ci_repair(root: Path, command: str, max_attempts: int, branch: str | Non
     return _finish(result, report, output_format, started)
 
 
-def _finish(result: RepairResult, report: Path | None, output_format: str, started: float) -> int:
+def usage_failure(argv: list[str], message: str) -> int:
+    """A usage error before the run could start (a bad flag or value, a missing --test): the JSON result
+    (json format) and --report are written all the same, with the error and exit code 2. `argv` is the
+    command line after `ci-repair`, read as far as it can be (click refused it)."""
+    report, output_format, command = _flag(argv, "--report"), _flag(argv, "--output-format"), _flag(argv, "--test")
+    result = RepairResult("error", command or "", None, error=f"usage: {message}", exit_code=int(ExitCode.USAGE))
+    target = Path(report) if report else None
+    return _finish(result, target, "json" if output_format == "json" else "text", time.perf_counter(), echo=False)
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for index, arg in enumerate(argv):
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+        if arg == name and index + 1 < len(argv):
+            return argv[index + 1]
+    return None
+
+
+def _finish(result: RepairResult, report: Path | None, output_format: str, started: float, echo: bool = True) -> int:
+    """The JSON result (json format; else the report, on stdout, when `echo`) and --report; the exit code."""
     from kimi_cli.frontends.ci_repair.report import render_report
 
     text = render_report(result, time.perf_counter() - started)
@@ -294,6 +314,6 @@ def _finish(result: RepairResult, report: Path | None, output_format: str, start
     step(f"result: {result.status} (exit {code})")
     if output_format == "json":
         print(json.dumps({**result.as_dict(), "exit_code": code, "report": str(report) if report else None}))
-    else:  # the report quotes test output and the model's summary: written out on a terminal, never obeyed
+    elif echo:  # the report quotes test output and the model's summary: written out on a terminal, never obeyed
         print(visible(text))
     return code

@@ -127,17 +127,38 @@ WORKFLOW = EXAMPLES / "github-actions" / "kimi-ci-repair.yml"
 ROOT = EXAMPLES.parent
 
 
-def workflow_install() -> tuple[str, str]:
-    """(the pip requirement that installs kimi in the workflow, with $KIMI_SOURCE filled in; every run script)."""
+INSTALL = '"$RUNNER_TEMP/kimi/bin/python" -m pip install "kimi-cli-agent @ $KIMI_REPOSITORY@$KIMI_COMMIT"'
+
+
+def workflow_install(commit: str = "0" * 40) -> tuple[str, str]:
+    """(the pip requirement that installs kimi in the workflow, its repository filled in and pinned to
+    `commit` as the user's KIMI_COMMIT pins it; every run script)."""
     import re
 
     import yaml
 
     job = yaml.safe_load(WORKFLOW.read_text())["jobs"]["repair"]
     runs = "\n".join(step.get("run", "") for step in job["steps"])
-    found = re.search(r'pip install "(kimi-cli-agent @ \$KIMI_SOURCE)"', runs)
-    assert found, "the workflow must install kimi from KIMI_SOURCE"
-    return found.group(1).replace("$KIMI_SOURCE", job["env"]["KIMI_SOURCE"]), runs
+    found = re.search(r'pip install "(kimi-cli-agent @ \$KIMI_REPOSITORY@\$KIMI_COMMIT)"', runs)
+    assert found, "the workflow must install kimi from KIMI_REPOSITORY at KIMI_COMMIT"
+    assert job["env"]["KIMI_COMMIT"] == ""  # the user sets it: the guard below stops the job until then
+    spec = found.group(1).replace("$KIMI_REPOSITORY", job["env"]["KIMI_REPOSITORY"])
+    return spec.replace("$KIMI_COMMIT", commit), runs
+
+
+def test_the_workflow_refuses_to_install_kimi_unless_pinned_to_a_full_sha(tmp_path: Path) -> None:
+    """The install step's guard, run as the runner's bash runs it: a branch, a tag-like name, a short sha
+    or an unset variable stop the job before pip; a full sha goes on (to the next line, here `exit 0`)."""
+    _, runs = workflow_install()
+    start = runs.index("if ! [[")
+    guard = runs[start : runs.index("\nfi\n", start) + 4]
+    script = tmp_path / "guard.sh"
+    script.write_text(guard + "exit 0\n")
+    for value, code in (("main", 1), ("v1.0", 1), ("abc1234", 1), ("", 1), ("a" * 39 + "g", 1), ("0f" * 20, 0)):
+        proc = subprocess.run(["bash", str(script)], env={"KIMI_COMMIT": value, "PATH": os.environ["PATH"]},
+                              capture_output=True, text=True)  # fmt: skip
+        assert proc.returncode == code, (value, proc.stdout)
+        assert ("KIMI_COMMIT" in proc.stdout) == (code == 1)
 
 
 def test_the_workflow_installs_kimi_from_its_repository_not_from_pypi() -> None:
@@ -157,8 +178,10 @@ def test_the_workflow_installs_kimi_from_its_repository_not_from_pypi() -> None:
 @pytest.mark.timeout(360)  # pip builds kimi: a 300 s budget
 def test_the_workflows_install_line_builds_kimi_from_a_checkout(tmp_path: Path) -> None:
     """The same requirement, pointed at this checkout: pip clones it and builds kimi's metadata."""
-    spec, _ = workflow_install()
-    local = spec.split(" @ ")[0] + f" @ git+file://localhost{ROOT}"
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    spec, _ = workflow_install(head)
+    assert spec.endswith("@" + head)  # pinned the way the workflow pins it: the checkout's commit
+    local = spec.split(" @ ")[0] + f" @ git+file://localhost{ROOT}@{head}"
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--quiet", "--report", str(report), local],
@@ -182,7 +205,7 @@ def test_the_workflow_passes_the_failed_jobs_environment_with_least_privilege() 
     assert '--test "$TEST_COMMAND"' in runs and "--pass-env DATABASE_URL --allow-network" in runs
     checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
     assert checkout["with"]["persist-credentials"] is False
-    assert '"$RUNNER_TEMP/kimi/bin/python" -m pip install "kimi-cli-agent @ $KIMI_SOURCE"' in runs
+    assert INSTALL in runs
     assert "head_repository.full_name == github.repository" in job["if"]
     assert "pull_request_target" not in WORKFLOW.read_text()
 

@@ -6,11 +6,12 @@ import sys
 
 from kimi_cli.frontends.questions import by_danger, show
 from kimi_cli.hostsafe.trust import FolderTrust
+from kimi_cli.hostsafe.trust_sources import source_of
 
 
 def ask_folder_trust(state: FolderTrust) -> bool:
-    """List exactly what the folder asks for, the most dangerous first, every line whole; yes trusts it
-    (remembered until those settings change)."""
+    """List exactly what the folder asks for, the most dangerous first, every line whole, each with the file
+    it comes from; yes trusts it (remembered until those settings change)."""
     from rich.console import Console
     from rich.panel import Panel
     from rich.text import Text
@@ -22,6 +23,8 @@ def ask_folder_trust(state: FolderTrust) -> bool:
     for ask in by_danger(state.asks):
         body.append("• ")
         body.append_text(show(ask.description, one_line=True, limit=10**6).rich())
+        # the file it comes from, to open and read before answering (file names are the folder's: shown safe)
+        body.append_text(show(f" (from {source_of(ask.key, state.project)})", one_line=True, limit=10**6).rich("dim"))
         body.append("\n")
     body.append(
         "\nTrust this folder only if you trust whoever wrote these files (a cloned repository may ship them). "

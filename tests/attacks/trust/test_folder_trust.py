@@ -251,7 +251,9 @@ def test_interactive_asks_one_question_listing_what_the_folder_wants(
     child = spawn_interactive(repo, env, server)
     child.expect("trust this folder")
     child.expect("start the MCP server 'repo'")  # the most dangerous first (kimi_cli.frontends.questions.by_danger)
+    child.expect(r"\(from \.kimi/mcp\.json\)")  # the file each ask comes from (issue 46, item 8)
     child.expect("approve every action")
+    child.expect(r"\(from \.kimi/config\.toml\)")
     child.expect(r"y/N \(Enter = no\)")
     assert not (home / "mcp-server-ran").exists()  # nothing starts before the answer
     child.send(answer)  # one key, no Enter

@@ -52,6 +52,25 @@ def test_a_working_setup_reports_each_part_and_exits_0(repo: Path, env: dict, se
     assert found["trust"][0]["status"] == "ok" and "config.toml" in found["config"][0]["detail"]
 
 
+def test_a_base_url_with_user_info_is_checked_and_its_password_never_shown(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    # urllib refused http://user:pw@host/v1 as a bad port, so doctor said the endpoint was unreachable
+    password = "doctor-url-pw-4711"
+    url = server.base_url.replace("://", f"://proxyuser:{password}@", 1)
+    server.required_key = TEST_KEY  # the key still goes as the Bearer token
+    report, raw = doctor(repo, {**env, "KIMI_MODEL": "kimi-test", "KIMI_BASE_URL": url}, server)
+    endpoint = by_check(report)["endpoint"][0]
+    assert endpoint["status"] == "ok" and "lists the model" in endpoint["detail"], endpoint
+    assert report["ok"] is True and password not in raw
+    proc = run_kimi(["doctor"], repo, {**env, "KIMI_MODEL": "kimi-test", "KIMI_BASE_URL": url}, server)
+    assert "✓ endpoint: " in proc.stdout and password not in proc.stdout + proc.stderr
+    url = "http://proxyuser:" + password + "@127.0.0.1:9/v1"  # unreachable: the problem names it, hidden
+    report, raw = doctor(repo, {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": url})
+    endpoint = by_check(report)["endpoint"][0]
+    assert endpoint["status"] == "error" and "cannot reach" in endpoint["detail"] and password not in raw
+
+
 def test_a_refused_key_and_a_missing_one_are_errors_with_their_fix(
     repo: Path, env: dict, server: ScriptedModelServer
 ) -> None:

@@ -47,12 +47,48 @@ def docker_client() -> Any:
     return docker.from_env(timeout=30)
 
 
+PING_TIMEOUT = 5.0  # seconds for the engine's /_ping
+
+
 def docker_works() -> tuple[bool, str]:
+    """Whether the engine answers /_ping. The SDK costs ~0.35-1 s of imports (requests, urllib3, paramiko's
+    shim), so a plain engine address (a unix socket, or tcp without TLS: what docker.from_env reads from
+    DOCKER_HOST) is asked with the standard library; ssh:// and TLS go through the SDK, which handles them."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    plain = not os.environ.get("DOCKER_TLS_VERIFY") and host.startswith(("unix://", "tcp://", "http://"))
     try:
-        docker_client().ping()
+        if plain:
+            _ping(host)
+        else:
+            docker_client().ping()
     except Exception as exc:
         return False, f"the Docker engine does not answer ({type(exc).__name__})"
     return True, ""
+
+
+def _ping(host: str) -> None:
+    """GET /_ping on the engine at `host` (unix:// or tcp://); raises unless it answers 200 OK."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if host.startswith("unix://"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(PING_TIMEOUT)
+        address: Any = host.removeprefix("unix://")
+    else:
+        parts = urlsplit(host)
+        sock = socket.socket(socket.AF_INET6 if ":" in (parts.hostname or "") else socket.AF_INET)
+        sock.settimeout(PING_TIMEOUT)
+        address = (parts.hostname or "localhost", parts.port or 2375)
+    with sock:
+        sock.connect(address)
+        sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+        answer = b""
+        while len(answer) < 4096 and (chunk := sock.recv(4096)):
+            answer += chunk
+    status = answer.split(b"\r\n", 1)[0].split()
+    if len(status) < 2 or status[1] != b"200":
+        raise ConnectionError(answer[:80].decode("latin-1", "replace"))
 
 
 def container_options(policy: SandboxPolicy, image: str, memory: str, pids_limit: int, session: str) -> dict[str, Any]:

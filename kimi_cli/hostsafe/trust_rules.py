@@ -63,6 +63,18 @@ WIDENING: dict[str, Any] = {
     "lsp.servers.*.enabled": "limit",
     "status_line.command": "any",  # a command kimi runs on the host, for every status refresh
 }
+# Each field of an MCP server's entry (kimi_cli.extensions.mcp.config.ServerConfig) in a folder's .kimi/mcp.json
+# or a file its config lists: "folder" may be set there (the whole file needs the folder's trust: "mcp" below, and
+# any change asks again), "user" only in the user's own files (~/.kimi/mcp.json, --mcp-config); a folder's value
+# is replaced by the default, with a notice. tests/attacks/mcp/test_sandboxed_server_settings.py walks the model.
+MCP_SERVER_FIELDS: dict[str, str] = {
+    "command": "folder", "args": "folder", "env": "folder", "cwd": "folder", "url": "folder", "headers": "folder",
+    "transport": "folder", "enabled": "folder", "startup_timeout": "folder", "startup_wait": "folder",
+    "tool_timeout": "folder", "enabled_tools": "folder", "disabled_tools": "folder", "read_only": "folder",
+    # in the sandbox, what the server may reach: a trusted folder's server may ask for the workspace or the network
+    "workspace": "folder", "network": "folder", "pass_env": "folder",
+    "sandbox": "user",  # false: on the host with the user's rights, as every stdio server ran before issue 41
+}  # fmt: skip
 # A limit whose values are words: their order, tightest first.
 LIMIT_ORDER: dict[str, tuple[str, ...]] = {"approval.policy": ("never", "ask", "auto")}
 # A limit where 0 means none at all (Docker's `--memory 0`): the loosest value, not the tightest.

@@ -41,6 +41,7 @@ class SandboxPolicy:
     sockets: tuple[Path, ...] = ()  # listening unix sockets outside the workspace when the session began
     hidden_patterns: tuple[str, ...] = ()  # the table made absolute: bwrap looks again before each command
     home_roots: tuple[Path, ...] = ()  # the homes and XDG folders home entries live in (Landlock splits them)
+    writable: tuple[Path, ...] = ()  # more writable roots beside the workspace (an MCP server's: the workspace)
     notice: EnvNotice = field(default_factory=EnvNotice, compare=False)
 
 

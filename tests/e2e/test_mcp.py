@@ -270,7 +270,8 @@ def test_a_server_ready_after_the_first_request_joins_the_end_of_the_tools_block
         f"exec {sys.executable} {fixture} many 3\n"
     )
     slow.chmod(0o755)
-    write_config(repo, {"slow": {"command": str(slow), "startup_timeout": 60}})
+    # it touches .started in the workspace, which a sandboxed server may write only when its config says so
+    write_config(repo, {"slow": {"command": str(slow), "startup_timeout": 60, "workspace": "write"}})
     server.add(
         {"tool_calls": [tool_call("Shell", {"command": "touch .gate; until [ -e .started ]; do sleep 0.05; done; "
                                                        "sleep 2"}, "gate")]},

@@ -72,7 +72,8 @@ def test_three_stdio_reference_servers_and_an_http_one_have_all_their_tools_in_r
 
 
 def slow_server(repo: Path, seconds: float, tools: int = 3) -> Path:
-    """A stdio server that reads nothing for `seconds` (its initialize waits in the pipe), then serves."""
+    """A stdio server that reads nothing for `seconds` (its initialize waits in the pipe), then serves. It
+    touches .started in the workspace: its config must say `"workspace": "write"` (it runs sandboxed)."""
     script = repo / "slow_server.sh"
     script.write_text(f"#!/bin/sh\nsleep {seconds}\ntouch .started\nexec {sys.executable} {FIXTURE} many {tools}\n")
     script.chmod(0o755)
@@ -82,7 +83,7 @@ def slow_server(repo: Path, seconds: float, tools: int = 3) -> Path:
 def test_a_server_answering_initialize_after_8_s_joins_through_messages_tools_and_the_prefix_holds(
     repo: Path, env: dict, server: ScriptedModelServer
 ) -> None:
-    write_config(repo, {"slow": {"command": str(slow_server(repo, 8)), "startup_timeout": 60}})
+    write_config(repo, {"slow": {"command": str(slow_server(repo, 8)), "startup_timeout": 60, "workspace": "write"}})
     server.add(
         {"tool_calls": [tool_call("Shell", {"command": "until [ -e .started ]; do sleep 0.05; done; sleep 1"},
                                   "wait")]},
@@ -114,7 +115,8 @@ def test_a_servers_own_startup_wait_overrides_the_mcp_default(
     `startup_wait: 0` sends request 1 at once, without it, and says so."""
     home_config = home / ".kimi" / "config.toml"
     home_config.write_text(home_config.read_text() + "\n[mcp]\nstartup_timeout = 60\n")
-    write_config(repo, {"slow": {"command": str(slow_server(repo, 2)), "startup_timeout": 60, "startup_wait": 0},
+    write_config(repo, {"slow": {"command": str(slow_server(repo, 2)), "startup_timeout": 60, "startup_wait": 0,
+                                 "workspace": "write"},
                         "waited": {"command": sys.executable, "args": [str(FIXTURE), "many", "2"]}})  # fmt: skip
     server.add({"text": "done"})
     proc = run_kimi(["-p", "hi"], repo, {**env, "KIMI_MODEL": "kimi-k3"}, server, timeout=90)

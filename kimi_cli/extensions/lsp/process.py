@@ -5,7 +5,7 @@ and landlock it reads what a sandboxed command may read (not the hidden credenti
 and writes only the workspace and the private /tmp; with `--sandbox none` only the user's own servers run, on
 the host, with the same scrubbed environment commands get (kimi_cli.sandbox.env: no key variables).
 
-Nothing outlives kimi: the server runs under the MCP servers' launcher (kimi_cli.extensions.mcp.host_launch.
+Nothing outlives kimi: the server runs under the launcher MCP servers run under too (kimi_cli.hostsafe.launch.
 supervised), the leader of its own process group, whose parent-death signal ends the group when kimi goes;
 landlock refuses setsid, so the server's children stay in that group, and on bwrap the sandbox's pid 1 dies
 with its parent. A normal stop asks the server to exit, then ends the group.
@@ -114,17 +114,30 @@ def command_line(located: Located, workspace: Path, private_tmp: Path | None) ->
 
 async def spawn(located: Located, sandbox: SandboxSpawn, workspace: Path, private_tmp: Path | None) -> ServerProcess:
     """Start the server in the sandbox with pipes for its three streams. OSError when it cannot start."""
-    from kimi_cli.extensions.mcp.host_launch import supervised
+    outside = (workspace, private_tmp) if private_tmp is not None else (workspace,)
+    proc = await start_in_sandbox(command_line(located, workspace, private_tmp), sandbox, workspace, outside)
+    started = ServerProcess(proc, StderrTail())
+    started.drain = asyncio.ensure_future(_drain(proc, started.stderr))
+    return started
+
+
+async def start_in_sandbox(
+    command: str, sandbox: SandboxSpawn, cwd: Path, outside: tuple[Path, ...]
+) -> asyncio.subprocess.Process:
+    """`command` (a shell line) as the sandbox's long-lived process, under the launcher that ends its group with
+    kimi, with pipes for its three streams; the MCP servers start this way too (kimi_cli.extensions.mcp.sandboxed).
+    `outside`: the sandbox-writable folders the sandbox's own program is never looked up in. OSError when it
+    cannot start."""
+    from kimi_cli.hostsafe.launch import supervised
     from kimi_cli.hostsafe.programs import host_which
 
-    argv, env, preexec, fds = sandbox.spawn_spec(command_line(located, workspace, private_tmp))
+    argv, env, preexec, fds = sandbox.spawn_spec(command)
     try:
         # The sandbox's own program (bwrap, or the shell landlock restricts) never from a sandbox-writable folder.
-        outside = (workspace, private_tmp) if private_tmp is not None else (workspace,)
         program = argv[0] if "/" in argv[0] else host_which(argv[0], outside) or argv[0]
         launcher, args = supervised(program, argv[1:])
-        proc = await asyncio.create_subprocess_exec(
-            launcher, *args, cwd=str(workspace), env=env, stdin=asyncio.subprocess.PIPE,
+        return await asyncio.create_subprocess_exec(
+            launcher, *args, cwd=str(cwd), env=env, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
             preexec_fn=preexec, pass_fds=fds, limit=READ_LIMIT,
         )  # fmt: skip
@@ -132,9 +145,6 @@ async def spawn(located: Located, sandbox: SandboxSpawn, workspace: Path, privat
         for fd in fds:  # bwrap has read its seccomp program from this pipe, or holds its own copy
             with contextlib.suppress(OSError):
                 os.close(fd)
-    started = ServerProcess(proc, StderrTail())
-    started.drain = asyncio.ensure_future(_drain(proc, started.stderr))
-    return started
 
 
 async def _drain(proc: asyncio.subprocess.Process, tail: StderrTail) -> None:

@@ -44,6 +44,12 @@ class ServerConfig(BaseModel):
     enabled_tools: list[str] | None = None
     disabled_tools: list[str] = Field(default_factory=list)
     read_only: list[str] = Field(default_factory=list)
+    # Where a stdio server runs (kimi_cli.extensions.mcp.sandboxed): in the session's sandbox unless `sandbox` is
+    # false, which only the user's own configuration may say (kimi_cli.hostsafe.trust_rules.MCP_SERVER_FIELDS).
+    sandbox: bool = True
+    workspace: Literal["read", "write"] = "read"  # the workspace, read-only to the server unless "write"
+    network: bool = False
+    pass_env: list[str] = Field(default_factory=list)  # kimi's variables it may see (never a key, never NEVER)
 
     @model_validator(mode="after")
     def _one_kind(self) -> ServerConfig:

@@ -31,6 +31,8 @@ class ServerState:
     started: float = 0.0
     ready_after: float | None = None
     session: Any = None
+    where: str = ""  # a stdio server's place: "bwrap" / "landlock" (sandboxed) or "host"
+    process: Any = None  # a sandboxed server's process (kimi_cli.extensions.lsp.process.ServerProcess)
     settled: threading.Event = field(default_factory=threading.Event)
     stop: asyncio.Event | None = None
     task: asyncio.Task[None] | None = None
@@ -52,10 +54,22 @@ class McpError(Exception):
 
 class McpManager:
     def __init__(
-        self, servers: dict[str, ServerConfig], log_dir: Path, pins: dict[str, dict[str, str]] | None = None
-    ) -> None:
+        self, servers: dict[str, ServerConfig], log_dir: Path, pins: dict[str, dict[str, str]] | None = None,
+        sandbox_mode: str = "auto", settings: Any = None, host_allowed: set[str] | None = None,
+        workspace: Path | None = None,
+    ) -> None:  # fmt: skip
+        """`sandbox_mode`: the session's `[sandbox] mode` (kimi_cli.extensions.mcp.sandboxed picks the backend);
+        `settings`: its [sandbox] settings (hidden paths, withheld variables); `host_allowed`: the servers whose
+        `"sandbox": false` comes from the user's own configuration (None: all of them)."""
         self.states = {name: ServerState(name, cfg) for name, cfg in sorted(servers.items()) if cfg.enabled}
         self.log_dir = log_dir
+        self.sandbox_mode = sandbox_mode
+        self.settings = settings
+        self.workspace = workspace if workspace is not None else Path.cwd()
+        self.notices: list[str] = []  # for the user, once: a folder's `"sandbox": false` refused
+        for name, state in self.states.items():
+            if host_allowed is not None and name not in host_allowed:
+                self._users_only(state)
         from kimi_cli.extensions.mcp.host_launch import server_pins
 
         # Workspace files each stdio server's command line names, checked before every start: as they are now,
@@ -66,6 +80,22 @@ class McpManager:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="kimi-mcp", daemon=True)
         self.started_at = 0.0  # monotonic time of start(): the first request's wait counts from here
+
+    def _users_only(self, state: ServerState) -> None:
+        """A folder's server: what only the user's own configuration may set goes back to the default."""
+        from kimi_cli.hostsafe.trust_rules import MCP_SERVER_FIELDS
+
+        fields = ServerConfig.model_fields
+        reset = {key: fields[key].get_default(call_default_factory=True) for key, where in MCP_SERVER_FIELDS.items()
+                 if where == "user" and key in state.config.model_fields_set}  # fmt: skip
+        changed = {key: value for key, value in reset.items() if getattr(state.config, key) != value}
+        if changed:
+            state.config = state.config.model_copy(update=changed)
+            said = ", ".join(f'"{key}"' for key in changed)
+            self.notices.append(
+                f"MCP server {state.name!r}: {said} is ignored, only your own ~/.kimi/mcp.json or --mcp-config may "
+                "set it (a folder's server runs sandboxed)"
+            )
 
     def start(self) -> None:
         if not self.states:
@@ -127,6 +157,11 @@ class McpManager:
             if state.status != "stopped":
                 state.status = "failed"
                 state.error = _describe(exc, state.config.startup_timeout)
+                if state.where not in ("", "host") and not _is(exc, McpError):
+                    from kimi_cli.extensions.mcp.sandboxed import SandboxStartError, failure
+
+                    if not _is(exc, SandboxStartError):  # its own message says what to set already
+                        state.error = failure(state.where, state.process, state.error)
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
         finally:
@@ -139,8 +174,9 @@ class McpManager:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            from kimi_cli.extensions.mcp.host_launch import changed_pins, resolve_command, server_env, supervised
+            from kimi_cli.extensions.mcp.host_launch import changed_pins, resolve_command, server_env
             from kimi_cli.extensions.mcp.stderr_log import CappedLog
+            from kimi_cli.hostsafe.launch import supervised
 
             moved = changed_pins(self._pins.get(state.name, {}), _cwd(cfg))
             if moved:
@@ -153,7 +189,17 @@ class McpManager:
             # server's stack closes, so the log thread ends with the server.
             errlog = CappedLog(self.log_dir / f"mcp-{_file_safe(state.name)}.log")
             stack.callback(errlog.close_writer)
-            # under the launcher that takes the server down with kimi (kimi_cli.extensions.mcp.host_launch.supervised)
+            if cfg.sandbox and self.sandbox_mode != "none":  # kimi_cli.extensions.mcp.sandboxed
+                from kimi_cli.extensions.mcp.sandboxed import backend_name, sandboxed_stdio
+
+                state.where, state.process = "sandbox", None
+                state.where = backend_name(self.sandbox_mode)
+                started: list[Any] = []
+                inner = sandboxed_stdio(state.name, cfg, self.workspace, state.where, self.settings, errlog.writer,
+                                        started)  # fmt: skip
+                return _Started(inner, started, state)
+            state.where = "host"
+            # under the launcher that takes the server down with kimi (kimi_cli.hostsafe.launch.supervised)
             command, args = supervised(resolve_command(cfg.command or ""), cfg.args, cfg.cwd)
             params = StdioServerParameters(command=command, args=args, env=server_env(cfg.env, cfg.args), cwd=cfg.cwd)
             return stdio_client(params, errlog=errlog.writer)
@@ -227,6 +273,28 @@ class McpManager:
             asyncio.run_coroutine_threadsafe(stop_all(), self.loop).result(timeout=8)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=3)
+
+
+class _Started(contextlib.AbstractAsyncContextManager[Any]):
+    """The sandboxed transport, its process put on the state as soon as it is known (for the failure message)."""
+
+    def __init__(self, inner: Any, started: list[Any], state: ServerState) -> None:
+        self.inner, self.started, self.state = inner, started, state
+
+    async def __aenter__(self) -> Any:
+        try:
+            return await self.inner.__aenter__()
+        finally:
+            self.state.process = self.started[0] if self.started else None
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self.inner.__aexit__(*exc)
+
+
+def _is(exc: BaseException, kind: type[BaseException]) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is(e, kind) for e in exc.exceptions)
+    return isinstance(exc, kind)
 
 
 def _file_safe(name: str) -> str:

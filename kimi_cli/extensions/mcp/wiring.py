@@ -17,11 +17,13 @@ if TYPE_CHECKING:
     from kimi_cli.hostsafe.trust import FolderTrust
 
 
-def start_mcp(workdir: Path, extra_files: list[str], folder: FolderTrust | None = None) -> McpManager | None:
+def start_mcp(
+    workdir: Path, extra_files: list[str], folder: FolderTrust | None = None, sandbox: Any = None
+) -> McpManager | None:
     """Load the configuration (ConfigError on a bad file) and start every enabled server in the background.
     The folder's own servers come from `folder`'s snapshot (the session's trust decision), with the digests of
     the workspace scripts they name as that snapshot took them. Nothing is imported from the MCP SDK when no
-    server is configured."""
+    server is configured. `sandbox`: the session's [sandbox] settings (stdio servers run in its backend)."""
     from kimi_cli.hostsafe import trust
     from kimi_cli.util.paths import kimi_home
 
@@ -40,9 +42,20 @@ def start_mcp(workdir: Path, extra_files: list[str], folder: FolderTrust | None 
     sandbox_writable(
         workdir
     )  # servers' programs are never found in the workspace (kimi_cli.extensions.mcp.host_launch)
-    manager = McpManager(servers, log_dir(), _snapshot_pins(state, sources))
+    manager = McpManager(
+        servers, log_dir(), _snapshot_pins(state, sources), sandbox_mode=getattr(sandbox, "mode", "auto"),
+        settings=sandbox, host_allowed=users_own(state, sources), workspace=workdir,
+    )  # fmt: skip
     manager.start()
     return manager
+
+
+def users_own(state: FolderTrust, sources: dict[str, tuple[Path, Any]]) -> set[str]:
+    """The servers defined in the user's own files (~/.kimi/mcp.json, --mcp-config, the user's `mcp_config`),
+    not in the folder's .kimi/mcp.json or a file its config lists: only theirs may say `"sandbox": false`."""
+    project = state.project
+    return {name for name, (path, _cfg) in sources.items()
+            if path != project.mcp_path and project.mcp_file(path) is None}  # fmt: skip
 
 
 def _snapshot_pins(state: FolderTrust, sources: dict[str, tuple[Path, Any]]) -> dict[str, dict[str, str]]:
@@ -68,7 +81,8 @@ def mcp_tools(
     starting = [name for name, st in status.items() if st == "starting"]
     failed = [name for name, st in status.items() if st not in ("ready", "starting")]
     tools, notices = _tools_of(manager, ready, approver, taken)
-    return tools, [_unavailable(manager, name) for name in failed] + notices, starting
+    told, manager.notices = manager.notices, []
+    return tools, told + [_unavailable(manager, name) for name in failed] + notices, starting
 
 
 def _unavailable(manager: McpManager, name: str) -> str:

@@ -71,6 +71,8 @@ def bwrap_argv(
         argv += ["--ro-bind", kept, kept]
     argv += ["--bind", str(policy.private_tmp), "/tmp"]
     argv += ["--bind", ws, ws]
+    for path in policy.writable:
+        argv += ["--bind", str(path), str(path)]
     for path in policy.read_only:
         argv += ["--ro-bind", str(path), str(path)]
     for hidden in policy.hidden:

@@ -86,7 +86,7 @@ def landlock_plan(
     # Where a home credential would appear later (~/.config/gh): split for reading, never granted whole.
     # Not for the writable roots: a workspace that is ~ must still take new files at its top.
     later = not_yet(policy.hidden_patterns, policy.home_roots)
-    writable = [str(policy.workspace), str(policy.private_tmp)]
+    writable = [str(policy.workspace), str(policy.private_tmp), *(str(p) for p in policy.writable)]
     grants: dict[str, int] = {}
 
     def grant(path: str, access: int) -> None:

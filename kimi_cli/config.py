@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from kimi_cli.errors import ConfigError
+from kimi_cli.errors import ConfigError, MissingKey
 from kimi_cli.hostsafe import trust
 from kimi_cli.hostsafe.secrets import key_variables, named
 from kimi_cli.util.paths import kimi_home
@@ -377,7 +377,7 @@ def resolve_endpoint(config: Config, environ: dict[str, str] | None = None) -> E
     if not key and config.api_key:
         key = config.api_key.get_secret_value()
     if not key and config.provider in KEY_REQUIRED:
-        raise ConfigError(
+        raise MissingKey(
             f"no API key for provider '{config.provider}': run `kimi login` to set one up, or export one of "
             f"{named(config.provider)}. Get a key at https://platform.moonshot.ai"
         )

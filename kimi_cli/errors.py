@@ -33,6 +33,10 @@ class ConfigError(KimiError):
     exit_code = ExitCode.USAGE
 
 
+class MissingKey(ConfigError):
+    """No API key for a provider that needs one: an interactive session runs `kimi login` in place."""
+
+
 class AuthError(ConfigError):
     """The model server refused the API key (HTTP 401/403): the key is what to fix, not the request."""
 

@@ -120,6 +120,12 @@ class Asker:
     def secret(self, question: str) -> str:
         return getpass.getpass(f"{question}: ").strip()
 
+    def key(self, question: str, keys: str, default: str) -> str:
+        """One key, no Enter, on a terminal (Enter takes `default`, which the question shows)."""
+        from kimi_cli.frontends.terminal.keys import ask_key
+
+        return ask_key(f"{question} (Enter = {default}) › ", keys, default)
+
 
 def run_login(
     provider: str | None,
@@ -128,11 +134,12 @@ def run_login(
     key_from_stdin: bool,
     check: bool = True,
     asker: Asker | None = None,
+    next_step: str = "Run `kimi` for a session, or `kimi -p TASK`.",
 ) -> int:
     asker = asker or Asker()
     interactive = sys.stdin.isatty() and not key_from_stdin
     try:
-        return _login(provider, base_url, model, key_from_stdin, check, interactive, asker)
+        return _login(provider, base_url, model, key_from_stdin, check, interactive, asker, next_step)
     except (EOFError, KeyboardInterrupt):
         sys.stderr.write("\nkimi login: cancelled; nothing was written\n")
         return 4
@@ -140,14 +147,14 @@ def run_login(
 
 def _login(
     provider: str | None, base_url: str | None, model: str | None, key_from_stdin: bool, check: bool,
-    interactive: bool, asker: Asker,
+    interactive: bool, asker: Asker, next_step: str,
 ) -> int:  # fmt: skip
     say = print
     if provider is None and interactive:
         say("Which model provider?")
         for number, (_, text) in PROVIDERS.items():
             say(f"  {number}  {text}")
-        choice = asker.line("provider (1, 2 or 3)", "1")
+        choice = asker.key("provider: 1, 2 or 3", "123", "1")
         provider = PROVIDERS.get(choice, (choice, ""))[0]
     provider = provider or "moonshot"
     if provider not in PROVIDER_DEFAULTS:
@@ -185,7 +192,7 @@ def _login(
         return 2
     if not result.ok:
         sys.stderr.write(f"kimi login: {visible(result.problem)}\n")
-        if result.auth or not interactive or asker.line("save these settings anyway? (y/N)", "n").lower() != "y":
+        if result.auth or not interactive or asker.key("save these settings anyway? y/N", "yn", "n") != "y":
             sys.stderr.write("kimi login: nothing was written\n")
             return 2 if result.auth else 5
     elif result.models:
@@ -201,7 +208,7 @@ def _login(
         "api_key": key or None,
     }
     path = save(values)
-    say(f"saved to {path} (readable by you only). Run `kimi` for a session, or `kimi -p TASK`.")
+    say(f"saved to {path} (readable by you only). {next_step}")
     return 0
 
 
@@ -212,3 +219,12 @@ def _pick_model(provider: str, model: str | None, listed: list[str], interactive
     if interactive and len(listed) > 1:
         return asker.line("model", default)
     return default
+
+
+def first_run(flags: dict[str, Any]) -> bool:
+    """Interactive `kimi` with no provider set up: this same login, in place (the flags given, such as
+    --provider or --base-url, answer its questions); True when it saved settings for the session to start."""
+    print("kimi has no model provider set up yet: let's set one up now (Ctrl-C leaves; `kimi login` does the same).")
+    provider, base_url, model = (flags.get(k) for k in ("provider", "base_url", "model"))
+    code = run_login(provider, base_url, model, key_from_stdin=False, next_step="Starting the session.")
+    return code == 0

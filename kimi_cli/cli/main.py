@@ -274,7 +274,12 @@ def main_command(
         from kimi_cli.agent.bootstrap import SessionChoice
         from kimi_cli.frontends.terminal.session import run_interactive
 
-        code = run_interactive(root, flags, SessionChoice("interactive", continue_, resume))
+        def first_run() -> bool:  # no provider set up: `kimi login`'s flow in place, then the session
+            from kimi_cli.cli.login import first_run as login_in_place
+
+            return login_in_place(flags)
+
+        code = run_interactive(root, flags, SessionChoice("interactive", continue_, resume), first_run)
         raise typer.Exit(_left_worktree(tree, code))
     opts = RunOptions(
         prompt=prompt,

@@ -31,8 +31,8 @@ def test_login_asks_checks_the_key_against_models_and_writes_a_private_config(
     server.required_key = TEST_KEY
     child = login(repo, env)
     child.expect("Which model provider")
-    child.expect(r"provider \(1, 2 or 3\)")
-    child.sendline("2")  # an OpenAI-compatible server
+    child.expect(r"provider: 1, 2 or 3 \(Enter = 1\)")
+    child.send("2")  # one key, no Enter (issue 46, item 3): an OpenAI-compatible server
     child.expect("base URL")
     child.sendline(server.base_url)
     child.expect("API key")

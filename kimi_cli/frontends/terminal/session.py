@@ -13,6 +13,7 @@ import contextlib
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -405,14 +406,31 @@ class InteractiveApp:
         self.console.print(Text("  " + " · ".join(parts), style="dim"))
 
 
-def run_interactive(workdir: Path, flags: dict[str, Any], choice: SessionChoice) -> int:
+def run_interactive(
+    workdir: Path, flags: dict[str, Any], choice: SessionChoice, first_run: Callable[[], bool] | None = None
+) -> int:
+    """The session. `first_run`: the setup to run in place when no provider is set up (no key where one is
+    needed); True when it saved settings, and the session then starts with them."""
+    from kimi_cli.errors import MissingKey
     from kimi_cli.frontends.terminal.picker import PICK, pick_session
     from kimi_cli.frontends.terminal.trust_prompt import ask_folder_trust
 
     if choice.resume_id == PICK:
         choice.resume_id = pick_session(workdir)
+    answers: dict[str, bool] = {}
+
+    def ask_trust(state: Any) -> bool:  # asked once: the build after a first run's setup takes the same answer
+        if state.digest not in answers:
+            answers[state.digest] = ask_folder_trust(state)
+        return answers[state.digest]
+
     try:
-        runtime = Runtime.build(workdir, flags, choice, ask_trust=ask_folder_trust)
+        try:
+            runtime = Runtime.build(workdir, flags, choice, ask_trust=ask_trust)
+        except MissingKey:
+            if first_run is None or not sys.stdin.isatty() or not first_run():
+                raise
+            runtime = Runtime.build(workdir, flags, choice, ask_trust=ask_trust)
     except KimiError as exc:
         sys.stderr.write(f"kimi: {visible(str(exc))}\n")
         return int(exc.exit_code)

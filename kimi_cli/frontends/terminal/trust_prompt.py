@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from kimi_cli.frontends.questions import by_danger, show
+from kimi_cli.frontends.terminal.keys import read_key
 from kimi_cli.hostsafe.trust import FolderTrust
 from kimi_cli.hostsafe.trust_sources import source_of
 
@@ -34,30 +35,9 @@ def ask_folder_trust(state: FolderTrust) -> bool:
     try:
         sys.stdout.write("Trust this folder? y/N (Enter = no) › ")
         sys.stdout.flush()
-        answer = one_key() if sys.stdin.isatty() else sys.stdin.readline().strip().lower()
+        answer = read_key("yn", "n") if sys.stdin.isatty() else sys.stdin.readline().strip().lower()
     except (KeyboardInterrupt, EOFError):
         answer = "n"
     sys.stdout.write(("yes" if answer in ("y", "yes") else "no") + "\n")
     sys.stdout.flush()
     return answer in ("y", "yes")
-
-
-def one_key() -> str:
-    """y or n, read as one key with no Enter (the terminal in cbreak mode meanwhile); Enter, Esc, Ctrl-C and
-    Ctrl-D take the default, no. Other keys are ignored."""
-    import os
-    import termios
-    import tty
-
-    fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd)
-    try:
-        tty.setcbreak(fd)  # no echo, no line buffering; Ctrl-C still a signal (KeyboardInterrupt: no)
-        while True:
-            key = os.read(fd, 1).decode("latin-1").lower()
-            if key in ("y", "n"):
-                return key
-            if key in ("", "\r", "\n", "\x1b", "\x03", "\x04"):
-                return "n"
-    finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)

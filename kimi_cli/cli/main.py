@@ -203,6 +203,14 @@ def main_command(
             metavar="COMMAND",
         ),
     ] = None,
+    patch: Annotated[
+        Path | None,
+        typer.Option(
+            "--patch",
+            help="With -p: write the session's change to this file as a patch (git apply takes it).",
+            metavar="FILE",
+        ),
+    ] = None,
     no_pack: Annotated[
         bool, typer.Option("--no-pack", help="Do not pack the repository into the context at start.")
     ] = False,
@@ -260,6 +268,8 @@ def main_command(
         _usage(f"--workdir {root} is not a directory")
     if output_schema is not None and prompt is None:
         _usage("--output-schema needs a headless run: -p TASK")
+    if patch is not None and (prompt is None or attempts is not None):
+        _usage("--patch needs a headless run of one attempt: -p TASK (kimi diff prints any session's change)")
     visual = _visual(visual_check, visual_target, visual_size, root, prompt is not None)
     if fork is not None:
         resume, continue_ = _fork(root, fork), False
@@ -293,6 +303,7 @@ def main_command(
         output_schema=str(output_schema) if output_schema is not None else None,
         visual=visual,
         check=check,
+        patch=patch,
     )
     raise typer.Exit(_left_worktree(tree, run_headless(opts)))
 

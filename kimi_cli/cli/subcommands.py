@@ -1,4 +1,5 @@
-"""`kimi pack`, `kimi undo`, `kimi prompt`, `kimi login`, `kimi sessions` and `kimi export` as Typer commands.
+"""`kimi pack`, `kimi undo`, `kimi prompt`, `kimi login`, `kimi sessions`, `kimi export` and `kimi diff` as Typer
+commands.
 
 One help style for every command: these are declared here with Typer, so `kimi pack --help` looks like
 every other `--help`. `pack` and `undo` are also timed, so kimi_cli/entry.py runs them without importing
@@ -221,6 +222,24 @@ def register(app: typer.Typer, only: str | None = None) -> None:
         from kimi_cli.cli.export import run_sessions
 
         raise typer.Exit(run_sessions(workdir, show_all, prune, older_than, open_id))
+
+    @command("diff")
+    def diff_command(
+        session: Annotated[
+            str | None,
+            typer.Argument(
+                help="Session id or its start (default: the latest here).", show_default=False, metavar="ID"
+            ),
+        ] = None,
+        stat: Annotated[
+            bool, typer.Option("--stat", help="Each changed file: status, lines added and removed.")
+        ] = False,
+        workdir: Workdir = None,
+    ) -> None:
+        """Print what a session changed in the workspace as a patch (`kimi diff | git apply` takes it)."""
+        from kimi_cli.cli.diff import run_diff
+
+        raise typer.Exit(run_diff(session, stat, workdir))
 
     @command("export")
     def export_command(

@@ -20,6 +20,7 @@ from kimi_cli.agent.loop import Agent, RunOutcome
 from kimi_cli.approval.engine import Approver
 from kimi_cli.errors import AuthError, ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.frontends.attachments import build_user_message, check_attachments
+from kimi_cli.frontends.headless.changes import change_fields
 from kimi_cli.frontends.headless.flow import HeadlessFlow
 from kimi_cli.frontends.headless.output import HeadlessRenderer, OutputFormat
 from kimi_cli.frontends.headless.output_schema import OutputSchema
@@ -61,6 +62,7 @@ class RunOptions:
     output_schema: str | None = None  # --output-schema FILE (kimi_cli.frontends.headless.output_schema)
     visual: Any = None  # --visual-check (kimi_cli.frontends.headless.visual.VisualOptions)
     check: str | None = None  # --check CMD (kimi_cli.frontends.headless.flow)
+    patch: Path | None = None  # --patch FILE: the session's change as a patch (kimi_cli.frontends.headless.changes)
 
 
 def error_type(exc: KimiError) -> str:
@@ -238,6 +240,7 @@ class HeadlessRun:
             "provider": runtime.endpoint.provider,
             **cost_fields(runtime, usage, provider.first_usage),
             **flow.result_fields(),
+            **change_fields(runtime, opts.patch),
         }
         warnings = runtime.exit_warnings()
         extra["warnings"] = warnings
@@ -245,6 +248,10 @@ class HeadlessRun:
         removed = list(getattr(runtime.sandbox, "removed_settings", []))
         extra["git_settings_removed"] = [r.to_dict() for r in removed]
         if opts.output_format == "text":
+            if opts.patch is not None:
+                written = extra["patch"]
+                said = written["error"] or f"wrote the session's change ({len(extra['files_changed'])} file(s)) to"
+                sys.stderr.write(f"kimi: {visible(said)} {visible(written['path'])}\n")
             for warning in warnings:
                 sys.stderr.write(f"kimi: warning: {visible(warning)}\n")
             for item in removed:

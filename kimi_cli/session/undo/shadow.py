@@ -289,6 +289,22 @@ class ShadowRepo:
         """A unified diff between two snapshots."""
         return self._git("diff-tree", "-p", "--no-renames", old, new)
 
+    def patch(self, old: str, new: str) -> bytes:
+        """The change between two snapshots as a patch `git apply` takes: binary files included, full ids."""
+        text = self._git("diff-tree", "-r", "-p", "--binary", "--full-index", "--no-renames", old, new)
+        return text.encode("utf-8", errors="surrogateescape")
+
+    def numstat(self, old: str, new: str) -> dict[str, tuple[int | None, int | None]]:
+        """Lines added and removed per path between two snapshots (None, None: a binary file)."""
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", "--numstat", old, new)
+        stats: dict[str, tuple[int | None, int | None]] = {}
+        for entry in out.split("\0"):
+            added, _, rest = entry.partition("\t")
+            removed, _, path = rest.partition("\t")
+            if path:
+                stats[path] = (int(added) if added.isdigit() else None, int(removed) if removed.isdigit() else None)
+        return stats
+
     def restore(self, target: str, changes: list[FileChange] | None = None) -> list[FileChange]:
         """Make the workspace match a snapshot: rewrite changed files, bring back deleted ones, remove new ones.
 

@@ -186,11 +186,22 @@ def run_login(repo: Path, env: dict, server: ScriptedModelServer) -> None:
     assert_inert(in_terminal(args, repo, env, stdin="sk-test-key\n"))
 
 
+def run_diff(repo: Path, env: dict, server: ScriptedModelServer) -> None:
+    name = f"d{HOSTILE}.txt"
+    server.add({"tool_calls": [tool_call("WriteFile", {"path": name, "content": f"x{HOSTILE}\n"}, "w1")]},
+               {"text": "done"})  # fmt: skip
+    assert run_kimi(["-p", "write", "--yolo"], repo, env, server).returncode == 0
+    out = in_terminal(["diff"], repo, env)
+    assert_inert(out)
+    assert b"+x" in out  # the patch reads as a patch
+    assert_inert(in_terminal(["diff", "--stat"], repo, env), shown=False)  # git quotes the odd name: "d\033]52..."
+
+
 COVERED: dict[str, Callable[[Path, dict, ScriptedModelServer], None]] = {
     "init": run_init, "sessions": run_sessions, "export": run_export,
     "undo": run_undo, "mcp list": run_mcp_list, "mcp test": run_mcp_test,
     "pack": run_pack, "prompt": run_prompt, "trust": run_trust, "ci-repair": run_ci_repair,
-    "engine status": run_engine_status, "engine bench": run_engine_bench, "login": run_login,
+    "engine status": run_engine_status, "engine bench": run_engine_bench, "login": run_login, "diff": run_diff,
 }  # fmt: skip
 
 

@@ -5,7 +5,7 @@ starts each server in a session of its own and stops it only from kimi's own cle
 (`kimi acp` has no handler), by its watchdog after a slow cleanup, or by SIGKILL left a server that does not
 exit at the end of its stdin running under init, with whatever it had started. Each server now runs under a
 launcher whose parent-death signal takes the server's process group down with kimi
-(kimi_cli.extensions.mcp.host_launch).
+(kimi_cli.hostsafe.launch).
 
 The server here answers its tools normally (the legitimate use: its tool result reaches the model), starts a
 helper process of its own, and ignores the end of its stdin. After kimi ends, both must be gone.

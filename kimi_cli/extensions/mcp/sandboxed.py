@@ -13,7 +13,7 @@ differently confined process) under a policy of its own:
 - the network only with `"network": true`; host unix sockets never;
 - its environment is the sandbox's allowlist (kimi_cli.sandbox.env), plus the names its `pass_env` lists, plus
   its own `env`; never a key variable or a name on env.NEVER, whichever of them asks.
-It is started as the language servers are (kimi_cli.extensions.lsp.process.start_in_sandbox: the backend's
+It is started as the language servers are (kimi_cli.sandbox.long_lived.start_in_sandbox: the backend's
 spawn_spec under the launcher that ends its group with kimi). `"sandbox": false` runs it on the host as before;
 only the user's own configuration may say so (kimi_cli.hostsafe.trust_rules.MCP_SERVER_FIELDS).
 """
@@ -33,7 +33,7 @@ from kimi_cli.extensions.mcp.config import ServerConfig
 
 if TYPE_CHECKING:
     from kimi_cli.config import SandboxSettings
-    from kimi_cli.extensions.lsp.process import ServerProcess
+    from kimi_cli.sandbox.long_lived import ServerProcess
     from kimi_cli.sandbox.policy import SandboxPolicy
 
 HINTS = (
@@ -166,10 +166,18 @@ async def sandboxed_stdio(
     from mcp.shared.message import SessionMessage
     from mcp.types import jsonrpc_message_adapter
 
-    from kimi_cli.extensions.lsp.process import ServerProcess, StderrTail, start_in_sandbox
     from kimi_cli.extensions.mcp.host_launch import resolve_command
     from kimi_cli.extensions.mcp.manager import server_cwd
+    from kimi_cli.sandbox.long_lived import ServerProcess, StderrTail, start_in_sandbox
 
+    if backend == "landlock" and cfg.network:
+        # The landlock backend confines a process it does not fork through its spawner with connect() refused
+        # outright (no supervisor tells the host's unix sockets from the network): a server that needs the
+        # network would start and then fail every call. Say so now.
+        raise SandboxStartError(
+            '"network": true needs the bwrap backend: under landlock a sandboxed server cannot connect anywhere '
+            '(--sandbox bwrap where it works, or "sandbox": false in your own ~/.kimi/mcp.json)'
+        )
     policy = server_policy(name, cfg, workspace, settings)
     program = resolve_command(cfg.command or "")
     check_install(program, policy)

@@ -93,3 +93,34 @@ def test_attempts_out_of_range_is_a_usage_error(repo: Path, env: dict, server: S
     proc = run_kimi(["ci-repair", "--test", "true", "--attempts", "9"], repo, env, server)
     assert proc.returncode == 2 and "--attempts must be between 1 and 8" in proc.stderr
     assert server.requests == []
+
+
+@pytest.mark.timeout(200)
+def test_sigterm_stops_every_attempt_and_still_writes_the_result(
+    repo: Path, env: dict, server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+
+    from support import TEST_KEY, kimi_executable, processes_with, wait_until
+
+    red(repo)
+    for k in (1, 2):
+        server.add({"match": f"attempt {k} of 2", "text": "thinking", "hang": 60})
+    report = tmp_path / "report.md"
+    args = ["ci-repair", "--test", TEST_CMD, "--attempts", "2", "--no-pack", "--report", str(report),
+            "--output-format", "json"]  # fmt: skip
+    full = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
+    proc = subprocess.Popen([*kimi_executable(), *args], cwd=repo, env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    wait_until(lambda: len(server.requests) >= 2 or proc.poll() is not None, timeout=120, what="both attempts ask")
+    assert len(processes_with("--attempt-of")) == 2  # one child ci-repair per attempt
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, err[-3000:]
+    assert processes_with("--attempt-of") == []  # none left running
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["status"] == "error" and result["exit_code"] == 4 and "cancelled" in result["error"]
+    assert "## kimi ci-repair: error" in report.read_text()
+    assert git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/kimi/").split() == []
+    assert len(git(repo, "worktree", "list", "--porcelain").strip().split("\n\n")) == 1

@@ -140,11 +140,13 @@ def repair_attempts(root: Path, n: int, branch: str | None, argv: list[str], max
     attempts: list[Attempt] = []
     try:
         attempts = asyncio.run(_run_all(root, worktrees, base_argv, n))
+    except (KeyboardInterrupt, asyncio.CancelledError):  # every attempt was stopped (run_child kills its group)
+        raise KimiError("cancelled: every attempt was stopped and its worktree removed", ExitCode.CANCELLED) from None
     finally:
         kept = _keep(attempts, choose([a for a in attempts if _fixed(a)]) or _green(attempts))
         _clean_up(root, worktrees, kept)
     child = _child(kept) if kept is not None else None
-    if child is not None:
+    if kept is not None and child is not None:
         for name in ("status", "before", "after", "commit", "summary", "files", "left_out", "notes", "estimate"):
             setattr(result, name, getattr(child, name))
         result.attempts = child.attempts

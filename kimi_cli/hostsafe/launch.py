@@ -1,7 +1,7 @@
 """Starting a program on the host so that nothing it starts outlives kimi.
 
 kimi starts long-lived programs on the host: stdio MCP servers (kimi_cli.extensions.mcp.manager) and
-language servers' sandboxes (kimi_cli.extensions.lsp.process, kimi_cli.extensions.mcp.sandboxed). Each gets a
+the sandboxes of language servers and of sandboxed MCP servers (kimi_cli.sandbox.long_lived). Each gets a
 session of its own, so a program that ignores the end of its stdin kept running under init when kimi died
 without closing it (SIGTERM to `kimi acp`, a watchdog exit, SIGKILL). Each now runs under a small launcher
 whose parent-death signal takes the program's whole process group down with kimi. The launcher serves every

@@ -24,10 +24,11 @@ from typing import Any
 
 from kimi_cli.extensions.lsp import protocol
 from kimi_cli.extensions.lsp.diagnostics import Diag, from_lsp, from_tsserver
-from kimi_cli.extensions.lsp.process import SandboxSpawn, ServerProcess, spawn
+from kimi_cli.extensions.lsp.process import spawn
 from kimi_cli.extensions.lsp.protocol import path_of, uri_of
 from kimi_cli.extensions.lsp.rpc import Connection, RpcError
 from kimi_cli.extensions.lsp.servers import Located
+from kimi_cli.sandbox.long_lived import SandboxSpawn, ServerProcess
 
 REQUEST_TIMEOUT = 15.0
 SETTLE = 0.08

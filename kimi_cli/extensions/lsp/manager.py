@@ -25,9 +25,9 @@ from typing import Any
 
 from kimi_cli.extensions.lsp.client import LanguageServer
 from kimi_cli.extensions.lsp.diagnostics import Diag, delta, edit_report, reported
-from kimi_cli.extensions.lsp.process import SandboxSpawn
 from kimi_cli.extensions.lsp.protocol import uri_of
 from kimi_cli.extensions.lsp.servers import Choice, ServerSpec, groups_for, language_of, locate, specs
+from kimi_cli.sandbox.long_lived import SandboxSpawn
 
 MAX_DOC_BYTES = 2 * 1024 * 1024  # a bigger file is not sent to a server
 OTHER_DOCS = 8  # besides the edited files, the most recently used open documents checked after an edit

@@ -32,7 +32,7 @@ class ServerState:
     ready_after: float | None = None
     session: Any = None
     where: str = ""  # a stdio server's place: "bwrap" / "landlock" (sandboxed) or "host"
-    process: Any = None  # a sandboxed server's process (kimi_cli.extensions.lsp.process.ServerProcess)
+    process: Any = None  # a sandboxed server's process (kimi_cli.sandbox.long_lived.ServerProcess)
     settled: threading.Event = field(default_factory=threading.Event)
     stop: asyncio.Event | None = None
     task: asyncio.Task[None] | None = None

@@ -64,9 +64,13 @@ def _scope_file(scope: str) -> Path:
     return kimi_home() / "mcp.json" if scope == "user" else Path.cwd() / ".kimi" / "mcp.json"
 
 
+_PLACE: dict[str, object] = {}  # what _load found for _start: the user's own servers, the [sandbox] settings
+
+
 def _load() -> dict:
     from kimi_cli.errors import KimiError
-    from kimi_cli.extensions.mcp.config import load_servers
+    from kimi_cli.extensions.mcp.config import load_sources
+    from kimi_cli.extensions.mcp.wiring import users_own
     from kimi_cli.hostsafe import trust
 
     state = trust.current(Path.cwd())  # one read of the folder's files: the notice and the servers agree
@@ -74,10 +78,18 @@ def _load() -> dict:
     if notice:  # the folder's own servers are neither listed nor started until it is trusted
         _echo(f"kimi mcp: {notice}", err=True)
     try:
-        return load_servers(Path.cwd(), folder=state)
+        sources = load_sources(Path.cwd(), folder=state)
     except KimiError as exc:
         _echo(f"kimi mcp: {exc}", err=True)
         raise typer.Exit(int(exc.exit_code)) from None
+    _PLACE["own"] = users_own(state, sources)
+    try:  # the sandbox servers run in is the session's: [sandbox] mode and its hidden paths
+        from kimi_cli.config import load_config
+
+        _PLACE["sandbox"] = load_config(Path.cwd(), {}, folder=state).sandbox
+    except KimiError:
+        _PLACE["sandbox"] = None
+    return {name: cfg for name, (_path, cfg) in sources.items()}
 
 
 def _start(servers: dict) -> object:
@@ -87,7 +99,12 @@ def _start(servers: dict) -> object:
 
     if Path.cwd() != Path("/"):  # a workspace: its .venv/bin is no place to find a server's program
         sandbox_writable(Path.cwd())
-    manager = McpManager(servers, log_dir())
+    settings = _PLACE.get("sandbox")
+    own = _PLACE.get("own")
+    manager = McpManager(
+        servers, log_dir(), sandbox_mode=getattr(settings, "mode", "auto"), settings=settings,
+        host_allowed=own if isinstance(own, set) else None, workspace=Path.cwd(),
+    )  # fmt: skip
     manager.start()
     manager.wait_settled()
     return manager
@@ -112,9 +129,23 @@ def list_command() -> None:
             status = f"ready, {len(state.tools)} tools" if state.status == "ready" else f"failed: {state.error}"
             if state.rejected:
                 status += f" ({len(state.rejected)} left out: not valid MCP; kimi mcp test {name})"
-            _echo(f"{name:<20} {status}  ({cfg.kind}: {where})")
+            _echo(f"{name:<20} {status}  ({cfg.kind}: {where}){_placed(state)}")
+        for notice in manager.notices:  # type: ignore[attr-defined]
+            _echo(f"kimi mcp: {notice}", err=True)
     finally:
         manager.close()  # type: ignore[attr-defined]
+
+
+def _placed(state: object) -> str:
+    """Where a stdio server ran: `sandboxed (bwrap; workspace read-only, no network)` or `on the host`."""
+    cfg, where = state.config, getattr(state, "where", "")  # type: ignore[attr-defined]
+    if cfg.kind != "stdio":
+        return ""
+    if where == "host":
+        return "  [on the host: " + ('"sandbox": false]' if not cfg.sandbox else "--sandbox none]")
+    workspace = "workspace writable" if cfg.workspace == "write" else "workspace read-only"
+    network = "network" if cfg.network else "no network"
+    return f"  [sandboxed ({where or 'sandbox'}; {workspace}, {network})]"
 
 
 @mcp_app.command("test")
@@ -150,8 +181,19 @@ def add_command(
         list[str] | None, typer.Option("--header", help="K=V header for an HTTP server (repeatable).", metavar="K=V")
     ] = None,
     scope: ScopeOpt = "project",
+    no_sandbox: Annotated[
+        bool, typer.Option("--no-sandbox", help='Run it on the host ("sandbox": false; only --scope user).')
+    ] = False,
+    network: Annotated[bool, typer.Option("--network", help="Give the sandboxed server the network.")] = False,
+    workspace_write: Annotated[
+        bool, typer.Option("--workspace-write", help="Let the sandboxed server write the workspace.")
+    ] = False,
+    pass_env: Annotated[
+        list[str] | None, typer.Option("--pass-env", help="A variable it may see (repeatable).", metavar="NAME")
+    ] = None,
 ) -> None:
-    """Add a server: `kimi mcp add NAME -- COMMAND ARGS...` or `kimi mcp add NAME --url URL [--header K=V]`."""
+    """Add a server: `kimi mcp add NAME -- COMMAND ARGS...` or `kimi mcp add NAME --url URL [--header K=V]`.
+    A stdio server runs sandboxed: its own ~/.kimi/mcp/NAME/, the workspace read-only, no network."""
     from kimi_cli.extensions.mcp.config import save_server
 
     command = [a for a in ctx.args if a != "--"]
@@ -161,6 +203,13 @@ def add_command(
     entry: dict[str, object] = {"command": command[0], "args": command[1:]} if command else {"url": url}
     if header:
         entry["headers"] = dict(h.split("=", 1) for h in header if "=" in h)
+    if no_sandbox and scope != "user":
+        typer.echo("kimi mcp add: --no-sandbox only with --scope user (a folder's file may not say it)", err=True)
+        raise typer.Exit(2)
+    if command:
+        entry.update({k: v for k, v in (("sandbox", False if no_sandbox else None), ("network", network or None),
+                      ("workspace", "write" if workspace_write else None), ("pass_env", pass_env or None))
+                      if v is not None})  # fmt: skip
     path = _scope_file(scope)
     save_server(path, name, entry)
     _echo(f"added {name} to {path}: {json.dumps(_redacted(entry))}")

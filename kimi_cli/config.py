@@ -228,7 +228,8 @@ class Config(_Strict):
     api_key: SecretStr | None = None
     max_steps: int | None = Field(default=None, ge=1)  # None: no cap interactive, HEADLESS_MAX_STEPS headless
     max_output_tokens: int = Field(default=32_768, ge=256)  # max_tokens per answer, capped by the window
-    transport: Literal["httpx", "openai"] = "httpx"  # the HTTP client for model requests
+    # The HTTP client for model requests. direct: kimi's own (kimi_cli/llm/http1.py; httpx when a proxy is set)
+    transport: Literal["direct", "httpx", "openai"] = "direct"
     mcp_config: list[str] = Field(default_factory=list)  # --mcp-config files, beside ~/.kimi and .kimi/mcp.json
     thinking: bool | None = None  # False: ask a local engine to skip K3's thinking (chat_template_kwargs)
     subagents: bool = True  # the Agent tool

@@ -29,7 +29,7 @@ from kimi_cli.llm.failures import ContextOverflow, Failure, HTTPFailure, classif
 from kimi_cli.llm.models import ModelInfo, lookup, reasoning_fields, with_context
 from kimi_cli.llm.retry import backoff_delay, parse_retry_after
 from kimi_cli.llm.server_tokens import ServerTokenizer
-from kimi_cli.llm.transport import HttpxTransport, OpenAITransport, Transport
+from kimi_cli.llm.transport import Transport, transport_for
 from kimi_cli.llm.types import Completion, Message
 from kimi_cli.llm.window import answer_budget, answer_fields, window_in
 from kimi_cli.llm.wire import EncodedHistory
@@ -67,7 +67,7 @@ class ChatProvider:
         retry: RetrySettings,
         session_id: str,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        transport: str = "httpx",
+        transport: str = "direct",
         extra_body: dict[str, Any] | None = None,
         model_info: ModelInfo | None = None,
         effort: str | None = None,
@@ -100,8 +100,9 @@ class ChatProvider:
     @property
     def transport(self) -> Transport:
         if self._transport is None:
-            cls = OpenAITransport if self.transport_name == "openai" else HttpxTransport
-            self._transport = cls(self.endpoint.base_url, self.endpoint.api_key, self.retry.request_timeout)
+            self._transport = transport_for(
+                self.transport_name, self.endpoint.base_url, self.endpoint.api_key, self.retry.request_timeout
+            )
         return self._transport
 
     @property

@@ -1,6 +1,7 @@
 """Transports: how a request body reaches the server and chunks come back, as plain dicts.
 
-`HttpxTransport` (default) posts the incrementally encoded body and decodes SSE itself (kimi_cli.llm.sse): no per-step
+`DirectTransport` (default, kimi_cli.llm.http1: the standard library only) and `HttpxTransport` (with a proxy set, or
+`transport = "httpx"`) post the incrementally encoded body and decode SSE themselves (kimi_cli.llm.sse): no per-step
 re-encoding, and no `openai` import (~0.6 s) at start-up. `OpenAITransport` goes through the official
 `openai` SDK, for servers where its quirks handling is wanted (`[provider] transport = "openai"`).
 Both raise only the failures in kimi_cli.llm.failures.
@@ -27,6 +28,17 @@ class Transport(Protocol):
     def stream(self, body: bytes, fields: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
 
     async def aclose(self) -> None: ...
+
+
+def transport_for(name: str, base_url: str, api_key: str, timeout: float) -> Transport:
+    """The transport a `transport` setting names; "direct" becomes httpx when a proxy variable is set."""
+    if name == "openai":
+        return OpenAITransport(base_url, api_key, timeout)
+    from kimi_cli.llm.http1 import DirectTransport, proxy_configured
+
+    if name == "httpx" or proxy_configured():
+        return HttpxTransport(base_url, api_key, timeout)
+    return DirectTransport(base_url, api_key, timeout)
 
 
 def error_message(raw: bytes) -> str:

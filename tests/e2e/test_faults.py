@@ -11,7 +11,7 @@ import pytest
 from scripted_server import ScriptedModelServer
 from support import result_json, run_kimi, tool_call
 
-TRANSPORTS = pytest.mark.parametrize("transport", ["httpx", "openai"])
+TRANSPORTS = pytest.mark.parametrize("transport", ["direct", "httpx", "openai"])
 WRITE = tool_call("WriteFile", {"path": "log.txt", "content": "x\n", "mode": "append"}, "WriteFile:0")
 
 

@@ -16,7 +16,7 @@ from kimi_cli.llm.models import lookup, reasoning_fields, resolve_effort
 from scripted_server import ScriptedModelServer
 from support import git, result_json, run_kimi
 
-TRANSPORTS = pytest.mark.parametrize("transport", ["httpx", "openai"])
+TRANSPORTS = pytest.mark.parametrize("transport", ["direct", "httpx", "openai"])
 
 
 def with_model(env: dict, model: str, transport: str = "httpx") -> dict:

@@ -12,7 +12,7 @@ import pytest
 from scripted_server import ScriptedModelServer
 from support import result_json, run_kimi, tool_call
 
-TRANSPORTS = pytest.mark.parametrize("transport", ["httpx", "openai"])
+TRANSPORTS = pytest.mark.parametrize("transport", ["direct", "httpx", "openai"])
 
 
 def with_transport(env: dict, transport: str) -> dict:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+from scripted_server import ScriptedModelServer
 
 HEAVY = ("openai", "docker", "git", "httpx", "pydantic", "tree_sitter", "vllm", "lsprotocol", "kimi_cli.extensions.lsp")
 
@@ -24,3 +27,27 @@ def test_version_prints_the_version() -> None:
 
     out = subprocess.run([sys.executable, "-m", "kimi_cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout == f"kimi {__version__}\n"  # alone: the report is `kimi doctor`
+
+
+HTTP_STACK = ("httpx", "httpcore", "h11", "anyio")
+
+
+def test_a_headless_run_reaches_the_model_without_the_httpx_stack(
+    repo: Path, env: dict[str, str], server: ScriptedModelServer
+) -> None:
+    """Issue 47: the default transport is the standard library's (kimi_cli/llm/http1.py); httpx, httpcore, h11 and
+    anyio were ~0.2 s of a trivial run's imports. With a proxy variable set, httpx carries the request."""
+    from support import TEST_KEY, result_json
+
+    base = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
+    code = (
+        "import sys, runpy; sys.argv = ['kimi', '-p', 'hi', '--output-format', 'json']\n"
+        "try:\n    runpy.run_module('kimi_cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HTTP_STACK!r} if m in sys.modules), file=sys.stderr)"
+    )
+    for extra, loaded in (({}, "[]"), ({"HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"}, "'httpx'")):
+        server.add({"text": "answered"})
+        proc = subprocess.run([sys.executable, "-c", code], cwd=repo, env={**base, **extra}, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert result_json(proc)["text"] == "answered", proc.stderr
+        assert loaded in proc.stderr.strip().splitlines()[-1]

@@ -86,3 +86,25 @@ def test_kimi_timing_reports_each_phase_on_stderr_and_nothing_without_it() -> No
     env.pop("KIMI_TIMING")
     quiet = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert quiet.stderr == ""
+
+
+def test_the_sandbox_env_allowlist_matches_as_fnmatch_did_without_compiling_each_name() -> None:
+    import fnmatch
+
+    from kimi_cli.sandbox import env as sandbox_env_module
+    from kimi_cli.sandbox.env import ALLOW, sandbox_env
+
+    names = [*ALLOW, "LC_ALL", "LC_", "PIP_INDEX_URL", "PIPX", "POETRY_VIRTUALENVS_IN_PROJECT", "path", "PATHX",
+             "XPATH", "DATABASE_URL", "AWS_SECRET_ACCESS_KEY", "MY_TOOL_HOME", "A[B", "CI_X"]  # fmt: skip
+    allow, deny = ["MY_*", "A[[]B", "TOOL?"], ["MY_TOOL_HOME", "CI_*"]
+    for name in names:
+        for patterns in (ALLOW, allow, deny):
+            expected = any(fnmatch.fnmatchcase(name, p) for p in patterns)
+            assert sandbox_env_module._matches(name, patterns) == expected, (name, patterns)
+    environ = {name: "value" for name in names}
+    out, withheld = sandbox_env(environ, allow, deny)
+    assert "LC_ALL" in out and "PIP_INDEX_URL" in out and "A[B" in out and "PATHX" not in out
+    assert "MY_TOOL_HOME" in withheld and "CI_X" in withheld and "DATABASE_URL" in withheld
+    fnmatch._compile_pattern.cache_clear()  # type: ignore[attr-defined]
+    sandbox_env(environ)
+    assert fnmatch._compile_pattern.cache_info().currsize <= 5  # type: ignore[attr-defined]  # LC_*, PIP_*, ...

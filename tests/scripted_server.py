@@ -55,6 +55,7 @@ class ScriptedModelServer:
         self.required_key: str | None = None  # when set, GET /models answers 401 without `Bearer KEY`
         self.default = default  # answered when the script is used up (benchmarks); None: an error instead
         self.model = model
+        self.more_models: list[str] = []  # listed by /models after `model` (a picker's choices)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.serve_seconds: list[float] = []
@@ -129,7 +130,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/models"):
             data = {
                 "object": "list",
-                "data": [{"id": self.owner.model, "object": "model", "owned_by": "scripted", **self.owner.model_info}],
+                "data": [{"id": self.owner.model, "object": "model", "owned_by": "scripted", **self.owner.model_info}]
+                + [{"id": name, "object": "model", "owned_by": "scripted"} for name in self.owner.more_models],
             }
             self._json(200, data)
         elif self.path.rstrip("/").endswith("/props") and self.owner.props is not None:

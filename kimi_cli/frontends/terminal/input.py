@@ -30,6 +30,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 
+from kimi_cli.frontends.terminal.choose import Choices
 from kimi_cli.frontends.terminal.status import SessionStatus
 from kimi_cli.util.sanitize import visible
 
@@ -49,6 +50,7 @@ class Question:
     default: str = ""
     interrupts: bool = False
     first_keys: dict[str, str] = field(default_factory=dict)  # a text question's one-key answers on an empty line
+    choices: Choices | None = None  # a picker: ↑/↓ and Enter answer the index picked, typing filters, Esc ''
     future: asyncio.Future[str] | None = None
     draft: Document | None = None  # what the user was typing, put back afterwards
 
@@ -183,6 +185,8 @@ class InputLine:
             parts.append(("class:hint", _fit(hint, width)))
             parts.append(("", "\n"))
         if self.question is not None:
+            if self.question.choices is not None:  # the list above the question; the input line is the filter
+                parts += self.question.choices.fragments(self.session.default_buffer.text, width)
             return FormattedText([*parts, ("class:question bold", self.question.prompt)])
         return FormattedText([*parts, ("class:prompt bold", PROMPT)])
 
@@ -212,6 +216,11 @@ class InputLine:
         @kb.add("c-j")  # what some terminals (and pexpect's sendline) send for Enter
         def _enter(event: Any) -> None:
             buffer = event.current_buffer
+            if self.question is not None and self.question.choices is not None:
+                index = self.question.choices.picked(buffer.text)
+                if index is not None:  # nothing kept by the filter: Enter waits (Esc cancels)
+                    self._answer(str(index))
+                return
             if self.question is not None:
                 self._answer(self.question.default if self.question.keys else buffer.text.strip())
                 return
@@ -269,6 +278,21 @@ class InputLine:
                 self._cancel("ctrl-d")
             elif not self.busy:
                 self.on_exit()
+
+        picking = Condition(lambda: self.question is not None and self.question.choices is not None)
+
+        @kb.add("up", filter=picking)
+        @kb.add("c-p", filter=picking)
+        def _pick_up(event: Any) -> None:
+            assert self.question is not None and self.question.choices is not None
+            self.question.choices.move(-1, event.current_buffer.text)
+
+        @kb.add("down", filter=picking)
+        @kb.add("c-n", filter=picking)
+        @kb.add("tab", filter=picking)
+        def _pick_down(event: Any) -> None:
+            assert self.question is not None and self.question.choices is not None
+            self.question.choices.move(1, event.current_buffer.text)
 
         @kb.add("up", filter=can_edit_queued)
         def _edit_queued(event: Any) -> None:

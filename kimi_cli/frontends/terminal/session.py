@@ -230,6 +230,13 @@ class InteractiveApp:
         self.console.print(Text(f"  → {'yes' if answer == 'y' else 'no'}", style="dim"))
         return answer == "y"
 
+    async def ask_pick(self, question: str, labels: list[str], selected: int = 0) -> int | None:
+        """An arrow-key picker (kimi_cli.frontends.terminal.choose): the index picked, None on Esc or Ctrl-C."""
+        from kimi_cli.frontends.terminal.choose import Choices
+
+        answer = await self.input.ask(Question(f"{question} › ", choices=Choices(labels, selected)))
+        return int(answer) if answer.isdigit() else None
+
     def save_rule(self, rule: str) -> bool:
         """`s` and `/allow --save`: keep the rule in the workspace's .kimi/config.toml; a refusal is told."""
         from kimi_cli.approval.persist import RuleNotSaved

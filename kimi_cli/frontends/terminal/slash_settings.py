@@ -70,6 +70,8 @@ class SettingsCommands:
         self.console.print(visible_text(f"model table: {runtime.info().describe()}", "dim"))
         if models is None:
             self.console.print(visible_text(f"the server's models: unknown ({why})", "dim"))
+        elif not arg and len(models) > 1:  # a choice to make: the picker (Esc keeps the model)
+            await self.pick_model(models)
         elif not arg:
             listed = Text("the server offers: ")
             for index, name in enumerate(models):
@@ -78,6 +80,18 @@ class SettingsCommands:
                 listed.append_text(visible_text(name, "bold" if name == runtime.endpoint.model else "", one_line=True))
             listed.append(" (/model NAME switches)", style="dim")
             self.console.print(listed)
+
+    async def pick_model(self, models: list[str]) -> None:
+        """`/model` with no name: the server's models in an arrow-key picker, the one in use marked."""
+        current = self.app.runtime.endpoint.model
+        index = await self.app.ask_pick("switch to which model?", models, models.index(current) if current in
+                                        models else 0)  # fmt: skip
+        if index is None or models[index] == current:
+            self.console.print(visible_text(f"model unchanged: {current}", "dim"))
+            return
+        self.app.set_model(models[index])
+        self.console.print(visible_text(f"model: {models[index]} ({self.app.runtime.endpoint.provider})", "bold"))
+        self.console.print(visible_text(f"model table: {self.app.runtime.info().describe()}", "dim"))
 
     async def cmd_effort(self, arg: str) -> None:
         from kimi_cli.llm.models import EFFORTS, reasoning_fields

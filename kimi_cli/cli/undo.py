@@ -127,6 +127,12 @@ def run_from_options(count: int | None, list_: bool, session_id: str | None, yes
 
 
 def _confirm(question: str) -> bool:
+    """One key, no Enter (Enter = the shown default, no); never asked of a pipe."""
     if not sys.stdin.isatty():
         return False
-    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    from kimi_cli.frontends.terminal.keys import ask_key
+
+    try:
+        return ask_key(f"{question} y/N (Enter = no) › ", "yn", "n") == "y"
+    except (KeyboardInterrupt, EOFError):
+        return False

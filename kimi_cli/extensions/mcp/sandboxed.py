@@ -164,7 +164,6 @@ async def sandboxed_stdio(
     (the manager reads its stderr's last line when the server fails)."""
     import anyio
     from mcp.shared.message import SessionMessage
-    from mcp.types import jsonrpc_message_adapter
 
     from kimi_cli.extensions.mcp.host_launch import resolve_command
     from kimi_cli.extensions.mcp.manager import server_cwd
@@ -196,16 +195,18 @@ async def sandboxed_stdio(
         write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
         async def reader() -> None:
+            # Lines by hand: the stream's own readline stops at its 64 KB limit, and a result may be an image of
+            # megabytes (the SDK's stdio reads lines of any length too; result_limits cuts what is kept).
             assert proc.stdout is not None
             async with read_in:
-                while line := await proc.stdout.readline():
-                    try:
-                        item: SessionMessage | Exception = SessionMessage(
-                            jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        )  # fmt: skip
-                    except ValueError as exc:
-                        item = exc
-                    await read_in.send(item)
+                pending = bytearray()
+                while chunk := await proc.stdout.read(1 << 20):
+                    pending += chunk
+                    while (end := pending.find(b"\n")) >= 0:
+                        line = bytes(pending[:end])
+                        del pending[: end + 1]
+                        if line.strip():
+                            await read_in.send(_message(line))
 
         async def writer() -> None:
             assert proc.stdin is not None
@@ -227,6 +228,17 @@ async def sandboxed_stdio(
                     await server.stop()
     finally:
         sandbox.close_sync()
+
+
+def _message(line: bytes) -> Any:
+    """One line of the server's stdout: a JSON-RPC message, or the error the session is handed instead."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import jsonrpc_message_adapter
+
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
 
 
 async def _drain(proc: asyncio.subprocess.Process, server: ServerProcess, errlog: Any) -> None:

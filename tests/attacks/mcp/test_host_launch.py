@@ -54,17 +54,20 @@ def headless(ws: Path, env: dict[str, str]) -> Any:
 
 
 def test_a_trusted_mcp_config_file_rewritten_by_a_command_asks_again(tmp_path: Path, home: Path, env: dict) -> None:
-    ws, marks = tmp_path / "ws", tmp_path / "marks"
+    ws = tmp_path / "ws"
+    marks = ws / "marks"  # a folder's server runs sandboxed: it marks the workspace, which its config lets it write
     (ws / ".kimi").mkdir(parents=True)
     (ws / "tools").mkdir()
     (ws / ".kimi" / "config.toml").write_text('mcp_config = ["tools/mcp.json"]\n')
-    legit = {"mcpServers": {"docs": {"command": "/bin/sh", "args": ["-c", f"echo legit >> {marks}"]}}}
+    legit = {"mcpServers": {"docs": {"command": "/bin/sh", "args": ["-c", f"echo legit >> {marks}"],
+                                     "workspace": "write"}}}  # fmt: skip
     (ws / "tools" / "mcp.json").write_text(json.dumps(legit))
     trust_folder(ws, home)
     headless(ws, env)
     assert marks_of(marks) == ["legit"]  # the trusted server starts
 
-    evil = {"mcpServers": {"docs": {"command": "/bin/sh", "args": ["-c", f"echo evil >> {marks}"]}}}
+    evil = {"mcpServers": {"docs": {"command": "/bin/sh", "args": ["-c", f"echo evil >> {marks}"],
+                                    "workspace": "write"}}}  # fmt: skip
     (ws / "tools" / "mcp.json").write_text(json.dumps(evil))  # what a sandboxed command can do
     proc = headless(ws, env)
     assert marks_of(marks) == ["legit"], proc.stderr
@@ -72,11 +75,12 @@ def test_a_trusted_mcp_config_file_rewritten_by_a_command_asks_again(tmp_path: P
 
 
 def test_a_trusted_servers_workspace_script_rewritten_asks_again(tmp_path: Path, home: Path, env: dict) -> None:
-    ws, marks = tmp_path / "ws", tmp_path / "marks"
+    ws = tmp_path / "ws"
+    marks = ws / "marks"  # sandboxed, as above
     (ws / ".kimi").mkdir(parents=True)
     (ws / "tools").mkdir()
     (ws / "tools" / "server.sh").write_text(marking(marks, "legit"))
-    servers = {"mcpServers": {"local": {"command": "/bin/sh", "args": ["tools/server.sh"]}}}
+    servers = {"mcpServers": {"local": {"command": "/bin/sh", "args": ["tools/server.sh"], "workspace": "write"}}}
     (ws / ".kimi" / "mcp.json").write_text(json.dumps(servers))
     trust_folder(ws, home)
     headless(ws, env)
@@ -99,7 +103,7 @@ def test_a_server_script_rewritten_during_the_session_is_not_restarted(
         f"import pathlib, runpy, sys\nwith open({str(marks)!r}, 'a') as f: f.write('legit\\n')\n"
         f"sys.argv = [{str(FIXTURE)!r}, 'many', '2']\nrunpy.run_path({str(FIXTURE)!r}, run_name='__main__')\n"
     )
-    config = ServerConfig(command=sys.executable, args=["tools/server.py"])
+    config = ServerConfig(command=sys.executable, args=["tools/server.py"], sandbox=False)  # the host launch
     manager = McpManager({"local": config}, tmp_path / "logs")
     manager.start()
     try:
@@ -152,7 +156,9 @@ def test_the_users_own_python_server_never_imports_a_module_planted_in_the_works
     from kimi_cli.hostsafe.programs import sandbox_writable
 
     sandbox_writable(ws)  # as a session in this workspace does
-    config = ServerConfig(command="python3", args=["-m", "kimi_probe_srv"], env={"PYTHONPATH": str(lib)})
+    config = ServerConfig(
+        command="python3", args=["-m", "kimi_probe_srv"], env={"PYTHONPATH": str(lib)}, sandbox=False
+    )  # the host launch (sandboxed: tests/attacks/mcp/test_sandboxed_mcp_server.py)
     manager = start_one(config, tmp_path / "logs")
     try:
         assert manager.states["probe"].status == "ready", manager.states["probe"].error
@@ -168,7 +174,7 @@ def test_a_server_that_names_kimis_key_in_its_env_still_gets_it(
     probe_module(lib, "kimi_probe_srv", "real", marks)
     monkeypatch.chdir(tmp_path)
     config = ServerConfig(command=sys.executable, args=["-m", "kimi_probe_srv"],
-                          env={"PYTHONPATH": str(lib), "KIMI_API_KEY": TEST_KEY})  # fmt: skip
+                          env={"PYTHONPATH": str(lib), "KIMI_API_KEY": TEST_KEY}, sandbox=False)  # fmt: skip
     manager = start_one(config, tmp_path / "logs")
     try:
         assert manager.states["probe"].status == "ready", manager.states["probe"].error

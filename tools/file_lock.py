@@ -7,8 +7,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from kimi_cli.tools.base import ToolContext
-
 
 @dataclass
 class FileLocks:
@@ -21,9 +19,10 @@ class FileLocks:
 
 
 @contextlib.asynccontextmanager
-async def file_lock(ctx: ToolContext, path: str) -> AsyncIterator[None]:
-    if ctx.file_locks is None:
+async def file_lock(locks: FileLocks | None, path: str) -> AsyncIterator[None]:
+    """Hold the path's lock (a call's ToolContext.file_locks; None: a workspace no other agent edits)."""
+    if locks is None:
         yield
         return
-    async with ctx.file_locks.get(path):
+    async with locks.get(path):
         yield

@@ -51,7 +51,7 @@ class StrReplaceFile(Tool[StrReplaceParams]):
     async def run(self, params: StrReplaceParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve_write(params.path)  # never into .git or .kimi
         editor = ctx.editor_files
-        async with file_lock(ctx, str(path)):
+        async with file_lock(ctx.file_locks, str(path)):
             if editor is not None and path.is_file():
                 old_text = await editor.read(path)
                 if old_text is not None:

@@ -52,7 +52,7 @@ class WriteFile(Tool[WriteFileParams]):
     async def run(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve_write(params.path)  # never into .git or .kimi
         editor = ctx.editor_files
-        async with file_lock(ctx, str(path)):
+        async with file_lock(ctx.file_locks, str(path)):
             if editor is not None and not path.is_dir():
                 old = await editor.read(path) if path.exists() else None
                 if old is not None or not path.exists():  # the editor has it, or it is new: the editor writes

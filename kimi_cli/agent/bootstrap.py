@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimi_cli.agent.events import Event
 from kimi_cli.agent.prefix import PrefixBuilder
 from kimi_cli.approval.modes.state import ModeState
 from kimi_cli.approval.rules import Rules
@@ -33,8 +32,6 @@ from kimi_cli.sandbox.select import choose_sandbox
 from kimi_cli.session.store import Session, list_sessions
 
 if TYPE_CHECKING:
-    from kimi_cli.agent.loop import Agent
-    from kimi_cli.approval.engine import Approver
     from kimi_cli.extensions.hooks.session import HookSession
     from kimi_cli.extensions.lsp.manager import LspManager
     from kimi_cli.extensions.skills.loader import Skill
@@ -57,7 +54,7 @@ class SessionChoice:
 @dataclass
 class Runtime:
     """One session: its config, endpoint, workspace, log and history, sandbox, context, mode, rules, hooks and
-    MCP servers, built once (build); agents come from it (make_agent), and aclose ends it."""
+    MCP servers, built once (build); agents come from it (kimi_cli.agent.toolbox.make_agent), and aclose ends it."""
 
     config: Config
     endpoint: Endpoint
@@ -140,6 +137,7 @@ class Runtime:
             pack_repo=config.context.pack,
             progress=progress,
             model=endpoint.model,
+            server_tokens=lambda: _server_tokens(endpoint),
         )
         timing.mark("mcp start, environment")
         session, history = open_session(workdir, endpoint.model, choice, context)
@@ -190,15 +188,6 @@ class Runtime:
             self.mode.told_plan = told_in(self.history)
         self.start_source = "resume" if resumed else "startup"
         self.hooks = open_hooks(self.workdir, lambda: self.session, lambda: self.mode.current, self.folder_trust)
-
-    def make_agent(
-        self, emit: Callable[[Event], None], approver: Approver, headless: bool = False
-    ) -> tuple[Agent, ChatProvider]:
-        """An agent for this session, with its tools (kimi_cli.agent.toolbox); every call that asks goes
-        through `approver`. Headless runs get a step cap by default; interactive turns none."""
-        from kimi_cli.agent.toolbox import make_agent
-
-        return make_agent(self, emit, approver, headless)
 
     def language_tools(self) -> list[Tool[Any]]:
         """The session's language servers, made on the first agent (nothing starts before a file is touched:
@@ -320,6 +309,15 @@ class Runtime:
         with contextlib.suppress(Exception):
             await self.sandbox.close()
         shutil.rmtree(self.private_tmp, ignore_errors=True)
+
+
+def _server_tokens(endpoint: Endpoint) -> Any:
+    """The endpoint's own tokenizer for the first pack (the provider's, shared); Moonshot's API has none."""
+    if endpoint.provider == "moonshot":
+        return None
+    from kimi_cli.llm.server_tokens import for_endpoint
+
+    return for_endpoint(endpoint.base_url, endpoint.api_key, endpoint.model)
 
 
 def _overrides(config: Config) -> dict[str, dict[str, Any]]:

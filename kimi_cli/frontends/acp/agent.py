@@ -123,6 +123,7 @@ class KimiAcpAgent:
 
     async def _open(self, cwd: str, mcp_servers: Any, resume_id: str | None) -> AcpSession:
         from kimi_cli.agent.bootstrap import Runtime, SessionChoice
+        from kimi_cli.agent.toolbox import make_agent
 
         flags = dict(self.flags)
         choice = SessionChoice("editor", resume_id=resume_id)
@@ -135,7 +136,7 @@ class KimiAcpAgent:
         approver = make_approver(self.conn, runtime.session.id, "yolo" if cfg.yolo else cfg.approval.policy,
                                  runtime.rules, network=cfg.sandbox.allow_network, hooks=runtime.hooks)  # fmt: skip
         agent, _provider = await asyncio.to_thread(
-            runtime.make_agent, lambda e: holder["s"].emit(e) if "s" in holder else None, approver
+            make_agent, runtime, lambda e: holder["s"].emit(e) if "s" in holder else None, approver
         )
         session = AcpSession(runtime, agent, approver, self.conn)
         session.mcp_servers = mcp_servers

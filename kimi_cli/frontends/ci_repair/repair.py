@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kimi_cli.agent.bootstrap import Runtime, SessionChoice
+from kimi_cli.agent.toolbox import make_agent
 from kimi_cli.approval.engine import Approver
 from kimi_cli.approval.rules import Rules
 from kimi_cli.errors import ExitCode, KimiError
@@ -67,7 +68,7 @@ async def repair(runtime: Runtime, command: str, max_attempts: int, branch: str,
     step(f"{switch_to_work_branch(runtime.workdir, branch)} {branch}")
     result.branch = branch
     start = tree.head(runtime.workdir)
-    agent, _provider = runtime.make_agent(renderer, Approver.unattended(Rules(), yolo=True), headless=True)
+    agent, _provider = make_agent(runtime, renderer, Approver.unattended(Rules(), yolo=True), headless=True)
     shadow = ShadowRepo(runtime.workdir)
     best: tuple[tuple[int, int], str, TestRun, str] | None = None
     message = TASK.format(command=command, failures=trim_failures(before.output)) + note

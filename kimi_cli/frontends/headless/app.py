@@ -209,7 +209,9 @@ class HeadlessRun:
         runtime, opts, renderer = self.runtime, self.opts, self.renderer
         assert runtime is not None, "prepare() first"
         approver = (self.make_approver or _unattended)(runtime)
-        agent, provider = runtime.make_agent(renderer, approver, headless=True)
+        from kimi_cli.agent.toolbox import make_agent
+
+        agent, provider = make_agent(runtime, renderer, approver, headless=True)
         renderer.init(init_info(runtime, agent, opts))
         run_started = time.perf_counter()
         preamble = [{"role": "user", "content": runtime.resume_note}] if runtime.resume_note else []

@@ -24,6 +24,7 @@ from rich.text import Text
 from kimi_cli.agent.bootstrap import Runtime, SessionChoice
 from kimi_cli.agent.events import Notice
 from kimi_cli.agent.guard import LoopGuard
+from kimi_cli.agent.toolbox import make_agent
 from kimi_cli.approval.engine import Approver
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.frontends.attachments import IMAGE_SUFFIXES, build_user_message
@@ -61,7 +62,7 @@ class InteractiveApp:
             self.rules, "yolo" if cfg.yolo else cfg.approval.policy, self.ask_approval, cfg.sandbox.allow_network,
             save=self.save_rule,
         )  # fmt: skip
-        self.agent, self.provider = runtime.make_agent(self.renderer, self.approver)
+        self.agent, self.provider = make_agent(runtime, self.renderer, self.approver)
         self.status.effort = self.effort_label()
         self.status.running_tasks = lambda: len(runtime.tasks.running()) if runtime.tasks else 0
         if not resumed:
@@ -110,7 +111,7 @@ class InteractiveApp:
         self.runtime.switch_session(choice)
         with contextlib.suppress(OSError):
             old.discard_if_empty()
-        self.agent, self.provider = self.runtime.make_agent(self.renderer, self.approver)
+        self.agent, self.provider = make_agent(self.runtime, self.renderer, self.approver)
         self.status.carry(self.runtime.session.usage)
         self.status.pack_tokens = 0 if choice.resume_id else self.first_request_tokens()
 

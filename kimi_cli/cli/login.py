@@ -120,6 +120,16 @@ class Asker:
     def secret(self, question: str) -> str:
         return getpass.getpass(f"{question}: ").strip()
 
+    def pick(self, question: str, choices: list[str], default: str) -> str:
+        """An arrow-key picker on a terminal (kimi_cli.frontends.terminal.picker), the default marked; a line
+        where the output is not a terminal. Esc takes the default."""
+        if not sys.stdout.isatty():
+            return self.line(question, default)
+        from kimi_cli.frontends.terminal.picker import pick_once
+
+        index = pick_once(question, choices, choices.index(default) if default in choices else 0)
+        return default if index is None else choices[index]
+
     def key(self, question: str, keys: str, default: str) -> str:
         """One key, no Enter, on a terminal (Enter takes `default`, which the question shows)."""
         from kimi_cli.frontends.terminal.keys import ask_key
@@ -217,7 +227,7 @@ def _pick_model(provider: str, model: str | None, listed: list[str], interactive
         return model
     default = DEFAULT_MODEL if provider == "moonshot" or DEFAULT_MODEL in listed else (listed[0] if listed else "")
     if interactive and len(listed) > 1:
-        return asker.line("model", default)
+        return asker.pick("model", listed, default)
     return default
 
 

@@ -37,6 +37,7 @@ def test_first_run_logs_in_in_place_and_starts_the_session(
     cols: int, repo: Path, tmp_path: Path, server: ScriptedModelServer
 ) -> None:
     server.required_key = TEST_KEY
+    server.more_models = ["kimi-k2.6"]
     server.add({"text": "set up and answering"}, {"text": "spare"})
     env, home = bare_env(tmp_path)
     term = start(repo, env, cols)
@@ -51,7 +52,11 @@ def test_first_run_logs_in_in_place_and_starts_the_session(
     term.expect_exact("refused the key")
     term.expect_exact("API key")
     term.line(TEST_KEY)
-    term.expect_exact("the server offers 1 model: kimi-test")
+    term.expect_exact("the server offers 2 models: kimi-test, kimi-k2.6")
+    term.wait_for("↑↓ move")  # the model, picked with the arrows
+    term.send("\x1b[B")
+    term.send("\r")
+    term.expect_exact("model kimi-k2.6")
     term.expect_exact("Starting the session.")
     term.wait_for(PROMPT)
     term.line("hello")
@@ -59,10 +64,11 @@ def test_first_run_logs_in_in_place_and_starts_the_session(
     assert term.exit() == 0
     config = tomllib.loads((home / ".kimi" / "config.toml").read_text())
     assert (config["provider"], config["base_url"], config["api_key"]) == ("openai", server.base_url, TEST_KEY)
+    assert config["model"] == "kimi-k2.6"
     assert stat.S_IMODE((home / ".kimi" / "config.toml").stat().st_mode) == 0o600
     assert TEST_KEY not in term.transcript  # typed without echo
-    chat = [h for h, r in zip(server.headers, server.requests, strict=False) if r.get("messages")]
-    assert chat and chat[0]["authorization"] == f"Bearer {TEST_KEY}"
+    chat = [(h, r) for h, r in zip(server.headers, server.requests, strict=False) if r.get("messages")]
+    assert chat and chat[0][0]["authorization"] == f"Bearer {TEST_KEY}" and chat[0][1]["model"] == "kimi-k2.6"
 
 
 def test_first_run_cancelled_writes_nothing_and_says_how(repo: Path, tmp_path: Path) -> None:

@@ -17,8 +17,7 @@ from kimi_cli.frontends.terminal.host import SessionHost
 from kimi_cli.frontends.terminal.picker import print_choices
 from kimi_cli.frontends.terminal.slash_registry import EXIT, CommandRegistry, SlashCommand
 from kimi_cli.session.store import list_sessions
-from kimi_cli.session.undo.points import apply_undo, describe_points, plan_undo, undo_state
-from kimi_cli.session.undo.shadow import CheckpointError, ShadowRepo
+from kimi_cli.session.undo.shadow import ShadowRepo
 from kimi_cli.util.sanitize import visible, visible_text
 
 KEYS_HELP = (
@@ -35,6 +34,7 @@ class SlashCommands:
     def __init__(self, app: SessionHost) -> None:
         from kimi_cli.frontends.terminal.slash_export import ExportCommand
         from kimi_cli.frontends.terminal.slash_lsp import LspCommand
+        from kimi_cli.frontends.terminal.slash_rewind import RewindCommands
         from kimi_cli.frontends.terminal.slash_settings import SettingsCommands
 
         self.app = app
@@ -49,8 +49,7 @@ class SlashCommands:
         add(SlashCommand("resume", "switch to an earlier session (a picker without ID)", self.cmd_resume,
                          "/resume [ID or its start]"))  # fmt: skip
         add(SlashCommand("compact", "summarise the conversation now to free context", self.cmd_compact))
-        add(SlashCommand("undo", "put files back as they were before your last prompt", self.cmd_undo,
-                         "/undo [N | list]"))  # fmt: skip
+        RewindCommands(app).register(self.registry)  # /undo and /rewind
         add(SlashCommand("diff", "what this session changed in the workspace", self.cmd_diff))
         add(SlashCommand("last", "the last tool call's whole output, in a pager (Ctrl-O)", self.cmd_last))
         add(SlashCommand("cost", "tokens and cost so far", self.cmd_cost))
@@ -121,34 +120,6 @@ class SlashCommands:
             await self.app.agent.compact()
         except KimiError as exc:
             self.console.print(visible_text(f"compaction failed: {exc}", "red"))
-
-    async def cmd_undo(self, arg: str) -> None:
-        runtime = self.app.runtime
-        shadow = ShadowRepo(runtime.workdir)
-        if arg in ("list", "--list"):
-            state = undo_state(runtime.session.records())
-            lines = describe_points(shadow, state) if state.points else ["no undo points yet"]
-            self.console.print(visible_text("\n".join(lines)))
-            return
-        try:
-            plan = plan_undo(shadow, runtime.session, int(arg) if arg.isdigit() else None)
-        except CheckpointError as exc:
-            self.console.print(visible_text(str(exc), "yellow"))
-            return
-        for change in plan.changes:
-            verb = {"A": "restore", "D": "delete", "M": "rewrite"}.get(change.status, change.status)
-            self.console.print(visible_text(f"  {verb} {change.path}"))
-        if plan.user_edits:
-            names = ", ".join(c.path for c in plan.user_edits)
-            self.console.print(
-                visible_text(f"you changed {names} after the agent's last step; undo overwrites them", "yellow")
-            )
-            if not await self.app.ask_yes("overwrite them?"):
-                self.console.print("undo cancelled")
-                return
-        apply_undo(shadow, runtime.session, plan)
-        self.app.reload_history()
-        self.console.print(visible_text(f"restored the files; the conversation now ends {plan.target.where()}"))
 
     async def cmd_diff(self, arg: str) -> None:
         from rich.syntax import Syntax

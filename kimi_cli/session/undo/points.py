@@ -114,7 +114,11 @@ class UndoPlan:
 
 def plan_undo(shadow: ShadowRepo, session: Session, count: int | None) -> UndoPlan:
     state = undo_state(session.records())
-    target = pick_point(state, count)
+    return plan_to(shadow, state, pick_point(state, count))
+
+
+def plan_to(shadow: ShadowRepo, state: UndoState, target: UndoPoint) -> UndoPlan:
+    """The files that put the workspace back at `target` (undo's point, or /rewind's prompt)."""
     if state.last_after:  # the snapshot below is checked against the session's last state (no-follow re-reads)
         shadow.expect(state.last_after)
     current = shadow.snapshot()
@@ -126,9 +130,13 @@ def plan_undo(shadow: ShadowRepo, session: Session, count: int | None) -> UndoPl
     return UndoPlan(target, user_edits, changes, current, skipped)
 
 
-def apply_undo(shadow: ShadowRepo, session: Session, plan: UndoPlan) -> list[FileChange]:
+def apply_undo(shadow: ShadowRepo, session: Session, plan: UndoPlan, cut: str = "undo") -> list[FileChange]:
+    """Files back at the plan's tree and the conversation cut there (`cut` names why in the log; empty: the
+    conversation is kept, /rewind's code-only answer). The after record makes the restored tree the session's
+    latest state, so a later undo tells the user's own edits from it."""
     changes = shadow.restore(plan.target.tree, plan.changes)
-    session.append({"kind": "truncate", "keep": plan.target.message_index, "reason": "undo"})
+    if cut:
+        session.append({"kind": "truncate", "keep": plan.target.message_index, "reason": cut})
     session.append(
         {
             "kind": "checkpoint",

@@ -52,6 +52,7 @@ class ScriptedModelServer:
         self.props = props  # llama.cpp's GET /props, when set
         self.tokenize = tokenize  # "llama" | "vllm": answer POST /tokenize (and llama's /apply-template)
         self.tokenized: list[str] = []
+        self.template_tools = True  # False: /apply-template leaves the tools out, as SmolLM2's template does
         self.required_key: str | None = None  # when set, GET /models answers 401 without `Bearer KEY`
         self.default = default  # answered when the script is used up (benchmarks); None: an error instead
         self.model = model
@@ -178,7 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _tokenize(self, path: str, body: dict[str, Any]) -> None:
         dialect = self.owner.tokenize
         if path == "/apply-template" and dialect == "llama":
-            self._json(200, {"prompt": render_chat(body.get("messages", []), body.get("tools"))})
+            tools = body.get("tools") if self.owner.template_tools else None
+            self._json(200, {"prompt": render_chat(body.get("messages", []), tools)})
             return
         if dialect == "llama" and isinstance(body.get("content"), str):
             text = body["content"]

@@ -137,6 +137,7 @@ class Runtime:
             pack_repo=config.context.pack,
             progress=progress,
             model=endpoint.model,
+            server_tokens=lambda: _server_tokens(endpoint),
         )
         timing.mark("mcp start, environment")
         session, history = open_session(workdir, endpoint.model, choice, context)
@@ -308,6 +309,15 @@ class Runtime:
         with contextlib.suppress(Exception):
             await self.sandbox.close()
         shutil.rmtree(self.private_tmp, ignore_errors=True)
+
+
+def _server_tokens(endpoint: Endpoint) -> Any:
+    """The endpoint's own tokenizer for the first pack (the provider's, shared); Moonshot's API has none."""
+    if endpoint.provider == "moonshot":
+        return None
+    from kimi_cli.llm.server_tokens import for_endpoint
+
+    return for_endpoint(endpoint.base_url, endpoint.api_key, endpoint.model)
 
 
 def _overrides(config: Config) -> dict[str, dict[str, Any]]:

@@ -26,6 +26,7 @@ from kimi_cli.context.packer import Pack, RepoPacker
 from kimi_cli.context.request_size import RequestMeter
 from kimi_cli.context.watch import PackWatcher
 from kimi_cli.llm.failures import ContextOverflow
+from kimi_cli.llm.server_tokens import ServerTokenizer
 from kimi_cli.llm.types import Message
 from kimi_cli.media.pipeline import history_image_tokens, strip_images
 
@@ -53,6 +54,7 @@ class SessionContext:
         pack_repo: bool = True,
         progress: Callable[[str, int, int], None] | None = None,
         model: str = "",
+        server_tokens: Callable[[], ServerTokenizer | None] | None = None,
     ) -> None:
         self.root = root
         self.prefix = prefix
@@ -84,6 +86,9 @@ class SessionContext:
         self._tell: Callable[[str], None] | None = None
         self._pending: list[str] = []  # notices from before the agent was bound (the pack's clamp)
         self._told: set[str] = set()
+        # The endpoint's tokenizer, asked only when the estimate would clamp the first pack (a small window):
+        # the estimate's margin and the tools' reserve can leave no pack where the server's count leaves one.
+        self._server_tokens = server_tokens
 
     def bind(self, provider: Any, tell: Callable[[str], None], tools: Callable[[], list[dict[str, Any]]]) -> None:
         """The agent's provider (its model entry, window and server tokenizer), where notices go, and the
@@ -127,6 +132,8 @@ class SessionContext:
         if self.packer is not None:
             room = self._pack_room(task)
             wanted = self.budget if budget is None else budget
+            if fitting.o200k_budget(self.meter, room) < wanted and self._count_on_server():
+                room = self._pack_room(task)
             fitted = min(wanted, fitting.o200k_budget(self.meter, room))
             if budget is None and fitted < self.budget:
                 self._notice(self._clamp_notice(fitted))
@@ -141,9 +148,22 @@ class SessionContext:
                 section = SESSION_PACK_INTRO + pack.text
         return self.prefix(section, self.mode)
 
+    def _count_on_server(self) -> bool:
+        """Before the agent is bound: the endpoint's own tokenizer counts from now on, where it has one."""
+        if self.meter.server is not None or self._server_tokens is None:
+            return False
+        server, self._server_tokens = self._server_tokens(), None
+        if server is None or server.count("x") is None:
+            return False
+        self.meter.server = server
+        return True
+
     def _pack_room(self, task: str) -> int:
         tools = self._tools()
         tools_tokens = self.meter.tools(tools) if tools else None
+        if tools_tokens is None and self.meter.exact and self.meter.server is not None:
+            # the tools are not known yet: none of the window where the server's template leaves them out
+            tools_tokens = 0 if self.meter.server.renders_tools() is False else None
         base = str(self.prefix("", self.mode).get("content", ""))
         return fitting.pack_room(self.meter, self.context_length, self.compact_at, base, task, tools_tokens)
 

@@ -50,6 +50,7 @@ class ServerTokenizer:
         self.failures = 0
         self.asked = 0  # requests made (tests and the debug log: cached blocks are not asked again)
         self._cache: dict[bytes, int] = {}
+        self._renders_tools: bool | None = None
 
     @property
     def available(self) -> bool:
@@ -86,6 +87,19 @@ class ServerTokenizer:
                 return None
             return _count_of(self._post({"content": prompt, "add_special": True, "parse_special": True}))
         return _count_of(self._post({"model": self.model, **payload, "add_generation_prompt": True}))
+
+    def renders_tools(self) -> bool | None:
+        """Whether the chat template puts a tools block into the prompt at all (SmolLM2's does not), or None
+        (unknown): asked once, by rendering one short message with and without a small tool. The pack is
+        sized before the tools are known; where the template drops them, they take none of the window."""
+        if self._renders_tools is None and self.available:
+            if not self.dialect:
+                self.count("x")  # which dialect the server speaks
+            bare = self.count_request(_PROBE, None)
+            with_tool = self.count_request(_PROBE, _PROBE_TOOLS) if bare is not None else None
+            if bare is not None and with_tool is not None:
+                self._renders_tools = with_tool > bare
+        return self._renders_tools
 
     def _ask(self, text: str) -> int | None:
         dialects = [self.dialect] if self.dialect else ["llama", "vllm"]
@@ -129,6 +143,21 @@ class ServerTokenizer:
 
 
 _FAILED: Any = object()
+_PROBE: list[dict[str, Any]] = [{"role": "user", "content": "x"}]
+_PROBE_TOOLS = [{"type": "function", "function": {"name": "probe", "description": "A probe.",
+                                                   "parameters": {"type": "object", "properties": {}}}}]  # fmt: skip
+_SHARED: dict[tuple[str, str], ServerTokenizer] = {}
+
+
+def for_endpoint(base_url: str, api_key: str, model: str) -> ServerTokenizer:
+    """The process's one tokenizer for this server and model: the pack made before the first request and the
+    provider's requests after it share its counts (and its finding that a server has no /tokenize)."""
+    found = _SHARED.get((base_url, model))
+    if found is None or found.api_key != api_key:
+        if len(_SHARED) > 16:
+            _SHARED.clear()
+        found = _SHARED[(base_url, model)] = ServerTokenizer(base_url, api_key, model)
+    return found
 
 
 def _has_images(messages: list[dict[str, Any]]) -> bool:

@@ -267,3 +267,37 @@ def test_an_overflow_teaches_the_window_compacts_once_and_never_loops(repo: Path
     with pytest.raises(KimiError, match="still too long after compaction"):
         asyncio.run(agent.run(user("t")))
     assert len(looping.requests) == 2  # once more, never in a loop
+
+
+@pytest.mark.parametrize("template_tools", [False, True])
+def test_the_first_pack_in_a_small_window_is_sized_by_the_servers_count(repo: Path, template_tools: bool) -> None:
+    """The pack is made before the agent (its provider, its tools) exists. In an 8k window kimi's estimate
+    (its margin, and a reserve for tools the template may not render at all) left no pack; the endpoint's
+    own tokenizer, asked then, sizes it, and the first request still fits with its smallest answer."""
+    big_repo(repo, files=80)
+    estimated = context_for(repo, context_length=8192, budget=int(8192 * 0.6), compact_at=0.85)
+    estimated.system_message("fix add")
+    with ScriptedModelServer(tokenize="llama") as srv:
+        srv.template_tools = template_tools
+        server = ServerTokenizer(srv.base_url, "EMPTY", "kimi-test")
+        ctx = context_for(repo, context_length=8192, budget=int(8192 * 0.6), compact_at=0.85,
+                          server_tokens=lambda: server)  # fmt: skip
+        system = ctx.system_message("fix add")
+        assert ctx.meter.server is server and server.renders_tools() is template_tools
+        assert ctx.last_pack is not None
+        if not template_tools:  # SmolLM2's case: the tools take none of the window, the pack their room
+            assert estimated.last_pack is None or ctx.last_pack.tokens > estimated.last_pack.tokens
+            assert ctx.last_pack.tokens > 2000
+        endpoint = Endpoint("openai", srv.base_url, "kimi-test", "EMPTY")
+        provider = ChatProvider(endpoint, RetrySettings(), "s", model_info=with_context(lookup("kimi-test"), 8192))
+        ctx.bind(provider, lambda _m: None, lambda: TOOLS)
+        first = [system, user("fix add")]
+        assert ctx.meter.request(first, TOOLS) + ctx.meter.info.answer_room(8192) <= 8192
+        assert not ctx.should_compact(first, 0, 0)
+
+
+def test_a_large_window_never_asks_the_server_to_count_the_first_pack(repo: Path) -> None:
+    asked: list[int] = []
+    ctx = context_for(repo, context_length=262_144, budget=20_000, server_tokens=lambda: asked.append(1))  # type: ignore[arg-type,return-value]
+    ctx.system_message("fix add")
+    assert ctx.last_pack is not None and not asked and ctx.meter.server is None

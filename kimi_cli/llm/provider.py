@@ -26,9 +26,10 @@ from kimi_cli.config import Endpoint, RetrySettings
 from kimi_cli.errors import AuthError, ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.llm.assemble import ChunkAssembler, StreamCallbacks
 from kimi_cli.llm.failures import ContextOverflow, Failure, HTTPFailure, classify
+from kimi_cli.llm.late_tools import fold_late_tools
 from kimi_cli.llm.models import ModelInfo, lookup, reasoning_fields, with_context
 from kimi_cli.llm.retry import backoff_delay, parse_retry_after
-from kimi_cli.llm.server_tokens import ServerTokenizer
+from kimi_cli.llm.server_tokens import ServerTokenizer, for_endpoint
 from kimi_cli.llm.transport import Transport, transport_for
 from kimi_cli.llm.types import Completion, Message
 from kimi_cli.llm.window import answer_budget, answer_fields, window_in
@@ -112,7 +113,8 @@ class ChatProvider:
         if self.endpoint.provider == "moonshot":
             return None
         if self._tokenizer is None:
-            self._tokenizer = ServerTokenizer(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.model)
+            # shared with the session's first pack (kimi_cli.agent.bootstrap), which it may have counted
+            self._tokenizer = for_endpoint(self.endpoint.base_url, self.endpoint.api_key, self.endpoint.model)
         return self._tokenizer if self._tokenizer.available else None
 
     @property
@@ -266,6 +268,8 @@ class ChatProvider:
         # Every request carries an answer budget: the caller's (the agent counts its requests), within the
         # model's cap; a caller that counted nothing, or asked for the whole window (a subagent), gets one
         # from the body's size.
+        if not self.model_info.tools_in_messages:  # a history from a K3 model: its late tools join the block
+            messages, tools = fold_late_tools(messages, tools)
         budget = min(max_tokens, self.model_info.max_output) if max_tokens else None
         if budget is None or budget >= self.window:
             budget = min(budget or self.model_info.max_output, self.rough_budget(messages, tools))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from kimi_cli.frontends.terminal.status import short_tokens
+from kimi_cli.frontends.figures import short_tokens
 from kimi_cli.session.store import SessionInfo
 
 FAILED = ("error", "provider_unavailable", "usage_error")

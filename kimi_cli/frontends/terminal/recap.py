@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from kimi_cli.frontends.terminal.status import money, short_tokens
+from kimi_cli.frontends.figures import short_tokens
+from kimi_cli.frontends.terminal.status import money
 from kimi_cli.session.store import Session, list_sessions
 from kimi_cli.util.sanitize import visible_text
 

@@ -28,6 +28,7 @@ from kimi_cli.agent.toolbox import make_agent
 from kimi_cli.approval.engine import Approver
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.frontends.attachments import IMAGE_SUFFIXES, build_user_message
+from kimi_cli.frontends.figures import short_tokens
 from kimi_cli.frontends.terminal.approval_view import approval_view
 from kimi_cli.frontends.terminal.features import SessionFeatures
 from kimi_cli.frontends.terminal.input import InputLine, Question
@@ -36,7 +37,7 @@ from kimi_cli.frontends.terminal.recap import recap, resume_hint
 from kimi_cli.frontends.terminal.render import TerminalRenderer
 from kimi_cli.frontends.terminal.slash_commands import SlashCommands
 from kimi_cli.frontends.terminal.slash_registry import EXIT
-from kimi_cli.frontends.terminal.status import SessionStatus, elapsed, money, short_tokens
+from kimi_cli.frontends.terminal.status import SessionStatus, elapsed, money
 from kimi_cli.util.paths import kimi_home
 from kimi_cli.util.sanitize import visible, visible_text
 from kimi_cli.util.signals import CancelOnSignal

@@ -12,21 +12,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kimi_cli.frontends.figures import short_tokens
 from kimi_cli.llm.costs import Rates, cost_of
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 NO_RATES = Rates(0.0, 0.0, 0.0, "")
-
-
-def short_tokens(n: int) -> str:
-    """12,345 -> 12.3k; 1,234,567 -> 1.23M: status-line sized."""
-    if n < 1000:
-        return str(n)
-    if n < 100_000:
-        return f"{n / 1000:.1f}k"
-    if n < 1_000_000:
-        return f"{n // 1000}k"
-    return f"{n / 1e6:.2f}M"
 
 
 def money(usd: float) -> str:

@@ -87,11 +87,13 @@ def test_a_hostile_server_reads_no_key_writes_no_dotfile_reaches_no_socket_netwo
             tool_call("mcp__probe__write", {"path": str(repo / "planted.py"), "text": "x"}, "ws"),
             tool_call("mcp__probe__environment", {}, "env"),
             tool_call("mcp__probe__read", {"path": str(repo / "README.md")}, "readme"),
+            tool_call("mcp__probe__read", {"path": str(user_home / ".kimi" / "mcp.json")}, "servers"),
+            tool_call("mcp__probe__read", {"path": str(user_home / ".kimi" / "config.toml")}, "config"),
         ])  # fmt: skip
     finally:
         sock.close()
         listener.close()
-    key, rc, unix, tcp, ws, env, readme = results
+    key, rc, unix, tcp, ws, env, readme, servers, config = results
     assert KEY not in key and "denied" in key, key
     assert (user_home / ".bashrc").read_text() == "# the user's own\n", rc
     assert "outside" not in unix and "denied" in unix and sock.accepted == 0, unix
@@ -100,6 +102,8 @@ def test_a_hostile_server_reads_no_key_writes_no_dotfile_reaches_no_socket_netwo
     assert "sk-" not in env and "ghp_" not in env and "PROBE_SETTING" not in env, env  # the API key, a token
     assert "KIMI_API_KEY" not in env and "OPENAI_API_KEY" not in env, env
     assert "# calc" in readme  # the workspace is readable
+    # the rest of ~/.kimi (other servers' env and headers, the config, sessions) stays hidden around its folder
+    assert "mcpServers" not in servers and "[retry]" not in config, (servers, config)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

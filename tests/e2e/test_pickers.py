@@ -135,3 +135,21 @@ def test_kimi_r_picks_before_the_session_starts(cols: int, repo: Path, env: dict
         assert "resumed session" not in escaped.transcript
     finally:
         assert finish(escaped) == 0
+
+
+def test_kimi_r_without_a_terminal_reads_a_number(
+    repo: Path, env: dict, server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The fallback where stdin or stdout is not a terminal: the numbered list, then a number or an id's start."""
+    import io
+
+    from kimi_cli.frontends.terminal.picker import pick_session
+
+    one, two = sessions(repo, env, server)
+    monkeypatch.setenv("KIMI_HOME", str(Path(env["HOME"]) / ".kimi"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("2\n"))
+    assert pick_session(repo) == one  # 2: the older one, as numbered
+    listed = capsys.readouterr().out
+    assert " 1  " + two in listed and " 2  " + one in listed and "resume which?" in listed
+    monkeypatch.setattr("sys.stdin", io.StringIO(two[:-2] + "\n"))
+    assert pick_session(repo) == two[:-2]  # an id's start, resolved when the session opens

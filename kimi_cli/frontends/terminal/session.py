@@ -93,6 +93,10 @@ class InteractiveApp:
 
         self.side = SideQuestions(self)  # /btw: a side question, never in the history
         self.side.register(self.commands.registry)
+        from kimi_cli.frontends.terminal.goal import GoalRunner
+
+        self.goal = GoalRunner(self)  # /goal CHECK: rounds until the check passes or a limit is reached
+        self.goal.register(self.commands.registry)
         self.status_command = StatusCommand(self)  # [status_line] command: its first line above the status line
         self.input.custom_line = lambda: self.status_command.line
         self.inbox: asyncio.Queue[str | None] = asyncio.Queue()
@@ -403,6 +407,7 @@ class InteractiveApp:
         reason = "stopped" if outcome is None else "done" if outcome.reason == "done" else outcome.reason
         self.notifier.turn_ended(f"{reason} · {text.strip().splitlines()[0][:80] if text.strip() else ''}")
         await self.features.after_turn(outcome)  # plan mode: approve the plan or comment on it
+        await self.goal.after_turn(outcome)  # /goal: check again, queue the next round or stop
 
     def footer(self, outcome: Any, seconds: float) -> None:
         """One dim line after each turn: steps, time, tokens and cost of the turn."""

@@ -58,7 +58,7 @@ class SessionStatus:
     turn_output: int = 0
     hint: str = ""  # a transient hint (Ctrl-C again to exit), replaces the idle line while set
     hint_until: float = 0.0
-    extra: list[Callable[[], str]] = field(default_factory=list)  # more segments (features), low priority
+    extra: list[Callable[[], str]] = field(default_factory=list)  # more segments (features), idle and busy
     _short: dict[int, str] = field(default_factory=dict)  # shorter forms of segments, by index (line())
 
     # --- counting ----------------------------------------------------------------------------------------
@@ -124,6 +124,7 @@ class SessionStatus:
                 out.append((5, f"{tasks} task{'s' if tasks != 1 else ''} running"))
             if self.mode:
                 out.append((3, self.mode))
+            out += [(4, text) for text in (f() for f in self.extra) if text]  # /goal's progress, for one
             return out
         if self.hint and now < self.hint_until:
             return [(0, self.hint)]

@@ -71,6 +71,18 @@ class ServerConfig(BaseModel):
         return self.enabled_tools is None or tool in self.enabled_tools
 
 
+def file_safe(name: str) -> str:
+    """A server name as a file name (its log, its state folder): no folders, no control characters."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80] or "server"
+
+
+def server_cwd(cfg: ServerConfig) -> Path:
+    """The folder a stdio server starts in (its own `cwd`, else kimi's: usually the workspace)."""
+    import os
+
+    return Path(os.getcwd(), cfg.cwd or "")
+
+
 def expand(value: Any, environ: dict[str, str], where: str) -> Any:
     """${VAR} in every string, from the environment; a variable that is not set is an error."""
     if isinstance(value, str):

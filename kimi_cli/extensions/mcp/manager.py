@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kimi_cli.extensions.mcp.config import ServerConfig
+from kimi_cli.extensions.mcp.config import ServerConfig, file_safe, server_cwd
 from kimi_cli.extensions.mcp.listing import list_tools
 
 
@@ -36,13 +36,6 @@ class ServerState:
     settled: threading.Event = field(default_factory=threading.Event)
     stop: asyncio.Event | None = None
     task: asyncio.Task[None] | None = None
-
-
-def server_cwd(cfg: ServerConfig) -> Path:
-    """The folder a stdio server starts in (its own `cwd`, else kimi's: usually the workspace)."""
-    import os
-
-    return Path(os.getcwd(), cfg.cwd or "")
 
 
 _cwd = server_cwd
@@ -187,7 +180,7 @@ class McpManager:
 
             # stderr through a pipe into a capped, rotated log; kimi's copy of the pipe closes when this
             # server's stack closes, so the log thread ends with the server.
-            errlog = CappedLog(self.log_dir / f"mcp-{_file_safe(state.name)}.log")
+            errlog = CappedLog(self.log_dir / f"mcp-{file_safe(state.name)}.log")
             stack.callback(errlog.close_writer)
             if cfg.sandbox and self.sandbox_mode != "none":  # kimi_cli.extensions.mcp.sandboxed
                 from kimi_cli.extensions.mcp.sandboxed import backend_name, sandboxed_stdio
@@ -295,13 +288,6 @@ def _is(exc: BaseException, kind: type[BaseException]) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return any(_is(e, kind) for e in exc.exceptions)
     return isinstance(exc, kind)
-
-
-def _file_safe(name: str) -> str:
-    """A server name as a file name: no folders, no control characters."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80] or "server"
 
 
 def _http_transport(cfg: ServerConfig) -> Any:

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimi_cli.extensions.mcp.config import ServerConfig
+from kimi_cli.extensions.mcp.config import ServerConfig, file_safe, server_cwd
 
 if TYPE_CHECKING:
     from kimi_cli.config import SandboxSettings
@@ -48,10 +48,9 @@ class SandboxStartError(Exception):
 
 def state_dir(name: str) -> Path:
     """~/.kimi/mcp/<name>/, made 0700 (each level), the server's HOME and only writable folder."""
-    from kimi_cli.extensions.mcp.manager import _file_safe
     from kimi_cli.util.paths import kimi_home, make_private_dir
 
-    folder = kimi_home() / "mcp" / _file_safe(name)
+    folder = kimi_home() / "mcp" / file_safe(name)
     for level in (kimi_home(), folder.parent, folder, folder / "tmp"):
         make_private_dir(level)
     return folder
@@ -166,7 +165,6 @@ async def sandboxed_stdio(
     from mcp.shared.message import SessionMessage
 
     from kimi_cli.extensions.mcp.host_launch import resolve_command
-    from kimi_cli.extensions.mcp.manager import server_cwd
     from kimi_cli.sandbox.long_lived import ServerProcess, StderrTail, start_in_sandbox
 
     if backend == "landlock" and cfg.network:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimi_cli.extensions.mcp.config import load_sources
+from kimi_cli.extensions.mcp.config import load_sources, server_cwd
 from kimi_cli.extensions.mcp.manager import McpManager
 from kimi_cli.extensions.mcp.naming import assign_names, tool_name
 from kimi_cli.extensions.mcp.tool import McpApprover, McpTool
@@ -61,8 +61,6 @@ def users_own(state: FolderTrust, sources: dict[str, tuple[Path, Any]]) -> set[s
 def _snapshot_pins(state: FolderTrust, sources: dict[str, tuple[Path, Any]]) -> dict[str, dict[str, str]]:
     """The script digests the trust snapshot took for the folder's own servers (by server name), where the
     server starts in the folder they were taken in; the manager checks those, not digests of its own."""
-    from kimi_cli.extensions.mcp.manager import server_cwd
-
     found: dict[str, dict[str, str]] = {}
     for name, (path, cfg) in sources.items():
         taken = state.project.server_pins.get((str(path), name))

@@ -20,6 +20,7 @@ from typing import Any
 
 from kimi_cli.errors import ConfigError, ExitCode, KimiError
 from kimi_cli.frontends.ci_repair import tree
+from kimi_cli.frontends.ci_repair.report import step
 from kimi_cli.frontends.ci_repair.results import RepairResult
 from kimi_cli.worktrees import trees
 from kimi_cli.worktrees.attempts import Attempt, AttemptRun, CheckResult, choose, make_trees, run_attempts
@@ -100,7 +101,6 @@ def _row(attempt: Attempt, kept: bool, branch: str | None) -> dict[str, Any]:
 
 
 async def _run_all(root: Path, worktrees: list[trees.Worktree], base_argv: list[str], n: int) -> list[Attempt]:
-    from kimi_cli.frontends.ci_repair.repair import step
     from kimi_cli.frontends.headless.attempts import run_child
 
     async def one(wt: trees.Worktree, k: int) -> AttemptRun:
@@ -125,7 +125,6 @@ async def _run_all(root: Path, worktrees: list[trees.Worktree], base_argv: list[
 def repair_attempts(root: Path, n: int, branch: str | None, argv: list[str], max_tokens: int | None,
                     result: RepairResult) -> None:  # fmt: skip
     """Run the N attempts, keep one, clean up; fills `result` (the kept attempt's, with every attempt listed)."""
-    from kimi_cli.frontends.ci_repair.repair import step
     from kimi_cli.frontends.headless.attempts import _sum_cost, _sum_usage, kimi_command
     from kimi_cli.hostsafe.git.state import switch_to_work_branch
 
@@ -184,8 +183,6 @@ def _green(attempts: list[Attempt]) -> Attempt | None:
 
 def _clean_up(root: Path, worktrees: list[trees.Worktree], kept: Attempt | None) -> None:
     """Every attempt's worktree goes; its branch too, but the kept one's (when it committed)."""
-    from kimi_cli.frontends.ci_repair.repair import step
-
     child = _child(kept) if kept is not None else None
     keep_branch = kept.tree.branch if kept is not None and child is not None and child.commit else None
     for wt in worktrees:

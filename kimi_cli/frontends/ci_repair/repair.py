@@ -16,6 +16,7 @@ from kimi_cli.approval.rules import Rules
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.frontends.ci_repair import tree
 from kimi_cli.frontends.ci_repair.failures import counts, failing_tests, trim_failures
+from kimi_cli.frontends.ci_repair.report import step
 from kimi_cli.frontends.ci_repair.results import RepairResult, TestRun, exit_code_of
 from kimi_cli.frontends.headless.output import HeadlessRenderer
 from kimi_cli.hostsafe.git.host import workspace_git
@@ -36,12 +37,6 @@ Output of the failing run (trimmed):
 {failures}"""
 RETRY = """The tests still fail after your change. Output of `{command}` now (trimmed):
 {failures}"""
-
-
-def step(text: str) -> None:
-    """Progress for a CI log: one line on stderr per step, in every output format."""
-    sys.stderr.write(visible(f"kimi: ci-repair: {text}") + "\n")
-    sys.stderr.flush()
 
 
 async def run_tests(runtime: Runtime, command: str, timeout: int) -> TestRun:

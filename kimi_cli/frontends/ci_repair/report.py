@@ -1,10 +1,19 @@
-"""The ci-repair report: markdown fit for a pull-request comment."""
+"""The ci-repair report: markdown fit for a pull-request comment, and the progress lines of the CI log (step)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from kimi_cli.frontends.ci_repair.results import RepairResult, TestRun
+from kimi_cli.util.sanitize import visible
+
+
+def step(text: str) -> None:
+    """Progress for a CI log: one line on stderr per step, in every output format."""
+    sys.stderr.write(visible(f"kimi: ci-repair: {text}") + "\n")
+    sys.stderr.flush()
+
 
 HEADLINES = {
     "already-green": "The tests already pass: nothing to repair.",

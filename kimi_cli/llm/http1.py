@@ -13,7 +13,7 @@ import asyncio
 import codecs
 import os
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,7 +25,7 @@ READ_SIZE = 64 * 1024
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
-def proxy_configured(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+def proxy_configured(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether any proxy variable is set (either case): then the request goes through httpx, which honours them."""
     return any(environ.get(name) or environ.get(name.upper()) for name in PROXY_VARIABLES)
 

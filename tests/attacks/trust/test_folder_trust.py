@@ -301,4 +301,5 @@ def test_acp_asks_with_a_permission_request(
     response = asyncio.run(asyncio.wait_for(flow(), 120))
     assert response.stop_reason == "end_turn"
     assert len(asked) == 1 and "Trust" in asked[0].title and "start the MCP server 'repo'" in asked[0].title
+    assert "(from .kimi/mcp.json)" in asked[0].content[0].content.text  # the file it comes from (issue 46)
     assert (home / "mcp-server-ran").exists() == (answer == "trust_folder")

@@ -21,7 +21,6 @@ async def ask_folder_trust(conn: Any, session_id: str, state: FolderTrust) -> bo
     from acp.schema import PermissionOption, ToolCallUpdate
 
     from kimi_cli.frontends.questions import by_danger, join, listing, show
-
     from kimi_cli.hostsafe.trust_sources import source_of
 
     ordered = by_danger(state.asks)

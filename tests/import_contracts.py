@@ -139,6 +139,11 @@ class Independence(IndependenceContract):
 
 class AcyclicSiblings(AcyclicSiblingsContract):
     def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
+        from importlinter.adapters.timing import SystemClockTimer
+        from importlinter.application.app_config import settings
+
+        if "TIMER" not in settings._config:  # lint-imports sets its timer up; a check in the unit layer does not
+            settings.configure(TIMER=SystemClockTimer())
         return super().check(complete(graph), verbose)
 
 

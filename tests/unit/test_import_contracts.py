@@ -92,3 +92,10 @@ def test_a_heavy_library_imported_at_module_level_breaks_lazy(graph: grimp.Impor
     line = next(n for n, text in enumerate(source, 1) if text.startswith("from pydantic import"))
     check = check_with(graph, "kimi_cli.tools.base", "mcp", "Heavy libraries", line)
     assert check.metadata["found"] == [f"kimi_cli.tools.base -> mcp (l. {line}, when imported)"]
+
+
+def test_an_import_that_closes_a_cycle_inside_a_package_breaks_acyclic(graph: grimp.ImportGraph) -> None:
+    """kimi_cli.frontends.figures is imported by the session list and the terminal's status; were it to import
+    the session list back, the package would hold a cycle (the session list imported the terminal once)."""
+    check = check_with(graph, "kimi_cli.frontends.figures", "kimi_cli.frontends.session_list", "Inside each package")
+    assert not check.kept and "kimi_cli.frontends" in check.metadata["cycle_breakers_by_package"]

@@ -20,7 +20,7 @@ from kimi_cli.kernel.rights import (
     WRITE_FILE,
     fs_rights_for_abi,
 )
-from kimi_cli.sandbox.backends.landlock.rules import Grant, landlock_plan, split_around
+from kimi_cli.sandbox.backends.landlock.rules import DEVICES, Grant, landlock_plan, split_around
 from kimi_cli.sandbox.policy import HiddenPath, SandboxPolicy
 
 from scripted_server import ScriptedModelServer
@@ -33,7 +33,7 @@ TREE = {
     "/home/ann": ["/home/ann/.bashrc", "/home/ann/.config", "/home/ann/.ssh", "/home/ann/code"],
     "/home/ann/.config": ["/home/ann/.config/gcloud", "/home/ann/.config/git"],
 }
-FILES = {"/home/ann/.bashrc", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+FILES = {"/home/ann/.bashrc", *DEVICES}
 LINKS = {"/bin"}
 
 
@@ -53,11 +53,7 @@ def test_the_plan_grants_reads_around_hidden_paths_and_everything_in_the_workspa
     device = READ_FILE | WRITE_FILE | IOCTL_DEV
     assert plan().grants == (
         Grant("/dev", READ_DIR),  # listed, never read: no tty, no /dev/shm
-        Grant("/dev/full", device),
-        Grant("/dev/null", device),
-        Grant("/dev/random", device),
-        Grant("/dev/urandom", device),
-        Grant("/dev/zero", device),
+        *(Grant(path, device) for path in sorted(DEVICES)),  # what builds open (test below: no tty, no memory)
         Grant("/etc", READ),
         Grant("/home/ann/.bashrc", EXECUTE | READ_FILE),  # a file: only file rights
         Grant("/home/ann/.config/git", READ),
@@ -67,6 +63,22 @@ def test_the_plan_grants_reads_around_hidden_paths_and_everything_in_the_workspa
         Grant("/tmp/kimi-tmp-1", everything),
         Grant("/usr", READ),
     )  # /bin is a symlink: never granted; .ssh and .config/gcloud: nothing above them either
+
+
+def test_the_devices_granted_are_no_terminal_and_no_memory() -> None:
+    """The devices the plan grants (rules.DEVICES) are character devices that neither read the user's keystrokes
+    (a tty) nor reach the machine's memory or ports (/dev/mem, /dev/kmem, /dev/port: major 1, minors 1, 2, 4)."""
+    assert DEVICES and "/dev" not in DEVICES
+    for path in DEVICES:
+        info = os.stat(path)
+        assert stat.S_ISCHR(info.st_mode), path
+        assert (os.major(info.st_rdev), os.minor(info.st_rdev)) not in {(1, 1), (1, 2), (1, 4)}, path
+        assert os.major(info.st_rdev) not in (4, 5) and not 136 <= os.major(info.st_rdev) <= 143, path  # ttys, ptys
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            assert not os.isatty(fd), path
+        finally:
+            os.close(fd)
 
 
 def test_a_hidden_path_inside_the_workspace_stays_hidden_there() -> None:

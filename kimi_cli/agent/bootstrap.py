@@ -28,7 +28,7 @@ from kimi_cli.llm.provider import ChatProvider
 from kimi_cli.llm.types import Message
 from kimi_cli.sandbox.base import Sandbox
 from kimi_cli.sandbox.policy import build_policy
-from kimi_cli.sandbox.select import choose_sandbox
+from kimi_cli.sandbox.select import SandboxChoice, choose_sandbox
 from kimi_cli.session.store import Session, list_sessions
 
 if TYPE_CHECKING:
@@ -145,16 +145,7 @@ class Runtime:
         resume_note = context.resume(session.path) if (choice.continue_latest or choice.resume_id) else ""
         private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
         try:
-            policy = build_policy(
-                workdir, private_tmp, network=config.sandbox.allow_network, extra_hidden=config.sandbox.hidden_paths,
-                env_allow=config.sandbox.env_allow, env_deny=config.sandbox.env_deny,
-            )  # fmt: skip
-            docker = {
-                "image": config.sandbox.docker_image,
-                "memory": config.sandbox.docker_memory,
-                "pids_limit": config.sandbox.docker_pids_limit,
-            }
-            picked = choose_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, session.id)
+            picked = sandbox_for(config, workdir, private_tmp, session.id)
         except BaseException:
             shutil.rmtree(private_tmp, ignore_errors=True)
             session.close()
@@ -318,6 +309,19 @@ def _server_tokens(endpoint: Endpoint) -> Any:
     from kimi_cli.llm.server_tokens import for_endpoint
 
     return for_endpoint(endpoint.base_url, endpoint.api_key, endpoint.model)
+
+
+def sandbox_for(config: Config, workspace: Path, private_tmp: Path, session_id: str) -> SandboxChoice:
+    """The sandbox for a workspace under the session's [sandbox] and [shell] settings: the session's own, and a
+    subagent's in its worktree (kimi_cli.agent.toolbox), built the same way. ConfigError when none is usable."""
+    settings = config.sandbox
+    policy = build_policy(
+        workspace, private_tmp, network=settings.allow_network, extra_hidden=settings.hidden_paths,
+        env_allow=settings.env_allow, env_deny=settings.env_deny,
+    )  # fmt: skip
+    docker = {"image": settings.docker_image, "memory": settings.docker_memory,
+              "pids_limit": settings.docker_pids_limit}  # fmt: skip
+    return choose_sandbox(settings.mode, policy, config.shell.output_cap, docker, session_id)
 
 
 def _overrides(config: Config) -> dict[str, dict[str, Any]]:

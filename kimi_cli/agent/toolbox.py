@@ -278,18 +278,11 @@ def _tools_in_worktree(
     import shutil
     import tempfile
 
-    from kimi_cli.sandbox.policy import build_policy
-    from kimi_cli.sandbox.select import choose_sandbox
+    from kimi_cli.agent.bootstrap import sandbox_for
 
     config = runtime.config
     private_tmp = Path(tempfile.mkdtemp(prefix="kimi-tmp-"))
-    policy = build_policy(
-        folder, private_tmp, network=config.sandbox.allow_network, extra_hidden=config.sandbox.hidden_paths,
-        env_allow=config.sandbox.env_allow, env_deny=config.sandbox.env_deny,
-    )  # fmt: skip
-    docker = {"image": config.sandbox.docker_image, "memory": config.sandbox.docker_memory,
-              "pids_limit": config.sandbox.docker_pids_limit}  # fmt: skip
-    sandbox = choose_sandbox(config.sandbox.mode, policy, config.shell.output_cap, docker, runtime.session.id).sandbox
+    sandbox = sandbox_for(config, folder, private_tmp, runtime.session.id).sandbox
     tasks = TaskManager(sandbox, str(folder), config.shell.max_background_tasks)
 
     def swap(tool: Tool[Any]) -> Tool[Any]:

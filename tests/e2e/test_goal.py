@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from sandbox_fixtures import backends, sandbox_flags
 from terminal import spawn
 
 from scripted_server import ScriptedModelServer
@@ -77,10 +78,13 @@ def test_a_passing_check_a_bad_option_and_stop(repo: Path, env: dict, server: Sc
     assert server.requests == []  # no round was needed
 
 
-def test_the_check_runs_in_the_sandbox(repo: Path, env: dict, server: ScriptedModelServer, home: Path) -> None:
+@pytest.mark.parametrize("backend", backends())
+def test_the_check_runs_in_the_sandbox(
+    repo: Path, env: dict, server: ScriptedModelServer, home: Path, backend: str
+) -> None:
     outside = home / "written-by-the-check"
     server.add({"text": "cannot help"})
-    term = spawn(repo, env, server, cols=120)
+    term = spawn(repo, env, server, *sandbox_flags(backend, home), cols=120)
     try:
         term.line(f"/goal --steps 1 touch {outside} && touch inside.txt")
         term.wait_for("goal stopped")
@@ -88,3 +92,4 @@ def test_the_check_runs_in_the_sandbox(repo: Path, env: dict, server: ScriptedMo
     finally:
         term.close()
     assert not outside.exists()  # the home is not writable from the sandbox
+    assert not (repo / "inside.txt").exists()  # the && stopped at the refused write

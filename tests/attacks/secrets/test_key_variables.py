@@ -82,7 +82,10 @@ def test_kimi_p_with_the_openai_provider_gives_its_key_to_no_program_it_starts(
     def dumping(name: str, extra: dict[str, str] | None = None) -> dict[str, object]:
         """A stdio MCP server that writes its environment, then serves one tool."""
         script = f'env -0 > {dumps / name}; exec "$0" "$@"'
-        server_config: dict[str, object] = {"command": "/bin/sh", "args": ["-c", script, sys.executable, *fixture]}
+        # On the host ("sandbox": false, the user's own file): what is tested is what a host program gets; a
+        # sandboxed server gets no key variable at all (tests/attacks/mcp/test_sandboxed_mcp_server.py).
+        server_config: dict[str, object] = {"command": "/bin/sh", "args": ["-c", script, sys.executable, *fixture],
+                                            "sandbox": False}  # fmt: skip
         return server_config | ({"env": extra} if extra else {})
 
     servers = {

@@ -41,12 +41,18 @@ def project(folder: Path, config: str = "", servers: dict[str, Any] | None = Non
 
 
 def marker_server(home: Path) -> dict[str, Any]:
-    """A real stdio MCP server (two tools) that first leaves a file in $HOME: proof it was started."""
+    """A real stdio MCP server (two tools) that first leaves a file in $HOME: proof it was started. A folder's
+    server runs sandboxed, where $HOME is its own folder (`ran`), the one place it may write."""
     code = (
-        f"import pathlib, runpy, sys; pathlib.Path({str(home / 'mcp-server-ran')!r}).write_text('ran'); "
+        "import pathlib, runpy, sys; pathlib.Path.home().joinpath('mcp-server-ran').write_text('ran'); "
         f"sys.argv = [{str(FIXTURE)!r}, 'many', '2']; runpy.run_path({str(FIXTURE)!r}, run_name='__main__')"
     )
     return {"command": sys.executable, "args": ["-c", code]}
+
+
+def ran(home: Path) -> Path:
+    """Where marker_server's server "repo" leaves its file: its own folder (kimi_cli.extensions.mcp.sandboxed)."""
+    return home / ".kimi" / "mcp" / "repo" / "mcp-server-ran"
 
 
 # --- the rules, in process --------------------------------------------------------------------------------
@@ -200,7 +206,7 @@ def test_project_mcp_server_does_not_start_headless_without_trust(
     server.add({"tool_calls": [tool_call("mcp__repo__t000", {}, "m")]}, {"text": "done"})
     proc = run_kimi(["-p", "hi"], repo, env, server)
     assert proc.returncode == 0, proc.stderr
-    assert not (home / "mcp-server-ran").exists()
+    assert not ran(home).exists()
     assert proc.stderr.count("not trusted") == 1 and "mcp:repo" in proc.stderr
     assert not any(t["function"]["name"].startswith("mcp__") for t in server.requests[1]["tools"])
 
@@ -216,8 +222,10 @@ def test_trusted_project_mcp_server_starts(
     server.add({"tool_calls": [tool_call("mcp__repo__t000", {}, "m")]}, {"text": "done"})
     proc = run_kimi(["-p", "hi", "--yolo", *(["--trust"] if how == "--trust" else [])], repo, env, server)
     assert proc.returncode == 0, proc.stderr
-    assert (home / "mcp-server-ran").exists() and "not trusted" not in proc.stderr
-    assert "mcp__repo__t000" in [t["function"]["name"] for t in server.requests[1]["tools"]]
+    assert ran(home).exists() and "not trusted" not in proc.stderr
+    # In the top-level block when ready for request 1, else declared later in messages[].tools (K3: issue 41)
+    later = [t for m in server.requests[1]["messages"] if m.get("role") == "system" for t in m.get("tools", [])]
+    assert "mcp__repo__t000" in [t["function"]["name"] for t in server.requests[1]["tools"] + later]
     assert "t000" in tool_results(server, 1)[0]
 
 
@@ -226,13 +234,13 @@ def test_a_changed_mcp_json_asks_again(repo: Path, home: Path, env: dict, server
     trust_folder(repo)
     server.add({"text": "one"}, {"text": "two"})
     assert run_kimi(["-p", "hi"], repo, env, server).returncode == 0
-    assert (home / "mcp-server-ran").exists()  # remembered trust: no flag needed
-    (home / "mcp-server-ran").unlink()
+    assert ran(home).exists()  # remembered trust: no flag needed
+    ran(home).unlink()
     changed = marker_server(home)
     changed["args"] = [*changed["args"], "--extra"]
     project(repo, servers={"repo": changed})
     proc = run_kimi(["-p", "hi"], repo, env, server)
-    assert proc.returncode == 0 and not (home / "mcp-server-ran").exists()
+    assert proc.returncode == 0 and not ran(home).exists()
     assert "not trusted" in proc.stderr
 
 
@@ -255,13 +263,13 @@ def test_interactive_asks_one_question_listing_what_the_folder_wants(
     child.expect("approve every action")
     child.expect(r"\(from \.kimi/config\.toml\)")
     child.expect(r"y/N \(Enter = no\)")
-    assert not (home / "mcp-server-ran").exists()  # nothing starts before the answer
+    assert not ran(home).exists()  # nothing starts before the answer
     child.send(answer)  # one key, no Enter
     child.expect("❯")
     child.send("/exit\r")
     child.expect(pexpect.EOF)
     child.close()
-    assert (home / "mcp-server-ran").exists() == (answer == "y")
+    assert ran(home).exists() == (answer == "y")
     stored = home / ".kimi" / "trusted.json"
     assert stored.exists() == (answer == "y")
 
@@ -295,11 +303,11 @@ def test_acp_asks_with_a_permission_request(
                                            cwd=str(repo)) as (conn, _proc):  # fmt: skip
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(repo), mcp_servers=[])
-            assert not (home / "mcp-server-ran").exists()
+            assert not ran(home).exists()
             return await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hi")])
 
     response = asyncio.run(asyncio.wait_for(flow(), 120))
     assert response.stop_reason == "end_turn"
     assert len(asked) == 1 and "Trust" in asked[0].title and "start the MCP server 'repo'" in asked[0].title
     assert "(from .kimi/mcp.json)" in asked[0].content[0].content.text  # the file it comes from (issue 46)
-    assert (home / "mcp-server-ran").exists() == (answer == "trust_folder")
+    assert ran(home).exists() == (answer == "trust_folder")

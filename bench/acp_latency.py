@@ -11,9 +11,7 @@ Usage: python3 bench/acp_latency.py [RUNS]
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,18 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, kimi_bin, median, table
-
-
-def start_server(work: Path, n: int) -> tuple[subprocess.Popen[bytes], str]:
-    (work / "script.json").write_text(json.dumps([{"text": "hello from kimi"}] * n))
-    port = work / "port"
-    port.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "scripted_server.py"), str(work / "script.json"),
-                             "--port-file", str(port)])  # fmt: skip
-    while not port.exists() or not port.read_text():
-        time.sleep(0.01)
-    return proc, port.read_text()
+from common import kimi_bin, median, scripted_server, stop, table
 
 
 async def acp_once(repo: Path, env: dict[str, str]) -> float:
@@ -80,7 +67,7 @@ def main(runs: int = 5) -> str:
         repo = work / "repo"
         repo.mkdir()
         subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-        server, base = start_server(work, 4 * runs + 4)
+        server, base = scripted_server(work, [{"text": "hello from kimi"}] * (4 * runs + 4))
         env = {**os.environ, "HOME": str(work / "home"), "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": base,
                "KIMI_API_KEY": "bench-key"}  # fmt: skip
         try:
@@ -89,8 +76,7 @@ def main(runs: int = 5) -> str:
                 acp_times.append(asyncio.run(acp_once(repo, env)))
                 cli_times.append(headless_once(repo, env))
         finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait()
+            stop(server)
     a, c = median(acp_times), median(cli_times)
     rows = [
         ["`kimi -p` (stream-json), from process start", f"{c * 1000:.0f} ms", "1.00x"],

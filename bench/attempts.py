@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, commit_all, kimi_bin, median, table
+from common import commit_all, kimi_bin, median, scripted_server, stop, table
 
 DELAY = 0.5
 CHECK = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
@@ -51,14 +50,8 @@ def make_repo(root: Path) -> None:
 
 def one_run(work: Path, n: int) -> float:
     make_repo(work / "repo")
-    (work / "script.json").write_text(json.dumps(script(n)))
-    port_file = work / "port"
-    port_file.unlink(missing_ok=True)
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "scripted_server.py"), str(work / "script.json"),
-                               "--port-file", str(port_file)])  # fmt: skip
-    while not port_file.exists() or not port_file.read_text():
-        time.sleep(0.01)
-    env = {**os.environ, "HOME": str(work / "home"), "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": port_file.read_text(),
+    server, base = scripted_server(work, script(n))
+    env = {**os.environ, "HOME": str(work / "home"), "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": base,
            "KIMI_API_KEY": "bench-key"}  # fmt: skip
     args = [kimi_bin(), "-p", "make test_add pass", "--check", CHECK, "--yolo", "--no-pack", "--output-format", "json"]
     if n > 1:
@@ -66,8 +59,7 @@ def one_run(work: Path, n: int) -> float:
     started = time.perf_counter()
     proc = subprocess.run(args, cwd=work / "repo", env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
-    server.send_signal(signal.SIGTERM)
-    server.wait()
+    stop(server)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0 and (n == 1 or result["chosen"] == 2), proc.stderr[-2000:]
     return wall

@@ -14,33 +14,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from common import ROOT, kimi_bin, median, table
+from common import ROOT, first_request, kimi_bin, median, table
 
 SERVER = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
-
-
-def first_request(work: Path, repo: Path, env: dict[str, str]) -> float:
-    (work / "script.json").write_text(json.dumps([{"text": "ok"}]))
-    port, stats = work / "port", work / "stats.json"
-    for f in (port, stats):
-        f.unlink(missing_ok=True)
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "scripted_server.py"), str(work / "script.json"),
-                               "--port-file", str(port), "--stats-file", str(stats)])  # fmt: skip
-    while not port.exists() or not port.read_text():
-        time.sleep(0.01)
-    run_env = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": port.read_text(), "KIMI_API_KEY": "bench-key"}
-    started = time.time()
-    subprocess.run([kimi_bin(), "-p", "hi", "--yolo"], cwd=repo, env=run_env, check=True, capture_output=True)
-    server.send_signal(signal.SIGTERM)
-    server.wait()
-    return float(json.loads(stats.read_text())["timeline"][0][0]) - started
 
 
 def main(runs: int = 5) -> str:

@@ -7,16 +7,14 @@ Usage: python3 bench/subagents.py [RUNS]
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, kimi_bin, median, table
+from common import kimi_bin, median, scripted_server, stop, table
 
 DELAY = 0.5
 
@@ -36,21 +34,14 @@ def script(n: int) -> list[dict]:
 
 
 def one_run(work: Path, n: int) -> float:
-    (work / "script.json").write_text(json.dumps(script(n)))
-    port_file = work / "port"
-    port_file.unlink(missing_ok=True)
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "scripted_server.py"), str(work / "script.json"),
-                               "--port-file", str(port_file)])  # fmt: skip
-    while not port_file.exists() or not port_file.read_text():
-        time.sleep(0.01)
-    env = {**os.environ, "HOME": str(work / "home"), "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": port_file.read_text(),
+    server, base = scripted_server(work, script(n))
+    env = {**os.environ, "HOME": str(work / "home"), "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": base,
            "KIMI_API_KEY": "bench-key"}  # fmt: skip
     started = time.perf_counter()
     subprocess.run([kimi_bin(), "-p", "survey the parts", "--no-pack"], cwd=work / "repo", env=env, check=True,
                    capture_output=True)  # fmt: skip
     wall = time.perf_counter() - started
-    server.send_signal(signal.SIGTERM)
-    server.wait()
+    stop(server)
     return wall
 
 

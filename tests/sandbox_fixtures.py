@@ -171,6 +171,17 @@ def make_rig(
     return Rig(backend, ws, home, outside, shell, sandbox), sandbox
 
 
+def local_shell(tmp_path: Path, ws: Path, backend: str) -> Shell:
+    """The Shell tool on a bwrap or landlock sandbox of `ws` (the default policy, a private /tmp under tmp_path):
+    what a session's commands run in, for the attacks that plant something with a command."""
+    from kimi_cli.sandbox.backends.landlock.backend import LandlockSandbox
+
+    private_tmp = tmp_path / "private-tmp"
+    private_tmp.mkdir(exist_ok=True)
+    policy = build_policy(ws, private_tmp)
+    return Shell(BwrapSandbox(policy, 30_000) if backend == "bwrap" else LandlockSandbox(policy, 30_000))
+
+
 BACKENDS = ["bwrap", "landlock", "docker"]
 
 

@@ -71,6 +71,14 @@ def marker_script(folder: Path, marks: Path, name: str) -> Path:
     return script
 
 
+def plain_folder(tmp_path: Path) -> Path:
+    """A folder with one file and no repository: where a command's `git init` plants what runs later."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "notes.txt").write_text("one\n")
+    return root
+
+
 def ran(marks: Path) -> list[str]:
     """The names of the marker scripts that ran (in order), from their marker file."""
     return marks.read_text().split() if marks.exists() else []

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import backends
+from sandbox_fixtures import backends, local_shell
 
 from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo, remember_session_start
 from kimi_cli.tools.base import ToolContext
@@ -32,7 +30,7 @@ from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
 from kimi_cli.worktrees import trees
 
-from support import git
+from support import git, plain_git, ran
 
 IDENTITY = GitIdentity(name="Kimi Agent", email="kimi@example.com")
 GIT_BACKENDS = [b for b in backends() if b in ("bwrap", "landlock")]
@@ -49,18 +47,6 @@ def tool(root: Path, **args: object) -> tuple[str, bool]:
     registry = ToolRegistry([Git(IDENTITY)])
     result = asyncio.run(registry.call("Git", json.dumps(args), ToolContext(workspace=Workspace(root))))
     return result.output, result.is_error
-
-
-def ran(marks: Path) -> list[str]:
-    return marks.read_text().split() if marks.exists() else []
-
-
-def plain_git(root: Path, *args: str) -> None:
-    """Git as a user would run it by hand: the control that proves a plant works."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    for role in ("AUTHOR", "COMMITTER"):
-        env[f"GIT_{role}_NAME"], env[f"GIT_{role}_EMAIL"] = "Test", "t@example.com"
-    subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, timeout=60)
 
 
 def other_repository(tmp_path: Path) -> Path:
@@ -174,27 +160,12 @@ def test_programs_planted_in_the_repository_never_run_for_a_worktree(tmp_path: P
 # --- the sandbox in a worktree ----------------------------------------------------------------------------
 
 
-def worktree_shell(tmp_path: Path, ws: Path, backend: str) -> Shell:
-    from kimi_cli.sandbox.policy import build_policy
-
-    private_tmp = tmp_path / "private-tmp"
-    private_tmp.mkdir(exist_ok=True)
-    policy = build_policy(ws, private_tmp)
-    if backend == "bwrap":
-        from kimi_cli.sandbox.backends.bwrap import BwrapSandbox
-
-        return Shell(BwrapSandbox(policy, 30_000))
-    from kimi_cli.sandbox.backends.landlock.backend import LandlockSandbox
-
-    return Shell(LandlockSandbox(policy, 30_000))
-
-
 @pytest.mark.parametrize("backend", GIT_BACKENDS)
 def test_a_worktrees_sandbox_writes_only_its_own_checkout(tmp_path: Path, repo: Path, backend: str) -> None:
     tree = trees.create(repo, f"sandboxed-{backend}")
     remember_session_start(tree.path)
     box = admin(repo, tree)
-    shell = worktree_shell(tmp_path, tree.path, backend)
+    shell = local_shell(tmp_path, tree.path, backend)
     targets = {
         "main checkout": repo / "calc.py",
         "main hooks": repo / ".git" / "hooks" / "post-commit",

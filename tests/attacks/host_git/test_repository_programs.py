@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import backends
+from sandbox_fixtures import backends, local_shell
 
 from kimi_cli.hostsafe.git import confine as git_confine
 from kimi_cli.hostsafe.git.host import run_git
@@ -28,7 +28,7 @@ from kimi_cli.tools.shell import Shell
 from kimi_cli.tools.workspace import Workspace
 
 from scripted_server import ScriptedModelServer
-from support import git, run_kimi, tool_call, tool_results
+from support import git, plain_git, ran, run_kimi, tool_call, tool_results
 
 IDENTITY = GitIdentity(name="Kimi Agent", email="kimi@example.com")
 GIT_BACKENDS = [b for b in backends() if b in ("bwrap", "landlock")]
@@ -47,33 +47,6 @@ def marker_script(folder: Path, marks: Path, name: str) -> Path:
     script.write_text(f'#!/bin/sh\necho "{name}" >> {marks}\ncat\n')
     script.chmod(0o755)
     return script
-
-
-def ran(marks: Path) -> list[str]:
-    return marks.read_text().split() if marks.exists() else []
-
-
-def plain_git(root: Path, *args: str) -> None:
-    """Git as a user would run it by hand: the control that proves a plant works."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    for role in ("AUTHOR", "COMMITTER"):
-        env[f"GIT_{role}_NAME"], env[f"GIT_{role}_EMAIL"] = "Test", "t@example.com"
-    subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, timeout=60)
-
-
-def make_sandbox(tmp_path: Path, ws: Path, backend: str) -> Shell:
-    from kimi_cli.sandbox.policy import build_policy
-
-    private_tmp = tmp_path / "private-tmp"
-    private_tmp.mkdir(exist_ok=True)
-    policy = build_policy(ws, private_tmp)
-    if backend == "bwrap":
-        from kimi_cli.sandbox.backends.bwrap import BwrapSandbox
-
-        return Shell(BwrapSandbox(policy, 30_000))
-    from kimi_cli.sandbox.backends.landlock.backend import LandlockSandbox
-
-    return Shell(LandlockSandbox(policy, 30_000))
 
 
 def sandboxed(shell: Shell, ws: Path, command: str) -> str:
@@ -98,7 +71,7 @@ def test_fsmonitor_planted_by_git_init_in_a_non_repo_workspace_never_runs(tmp_pa
     marks = outside / "marks"
     (ws / "app.py").write_text("print('hi')\n")
     remember_session_start(ws)  # the session starts in a folder that is not a repository
-    shell = make_sandbox(tmp_path, ws, backend)
+    shell = local_shell(tmp_path, ws, backend)
     assert "planted" in sandboxed(shell, ws, FSMONITOR_PLANT.format(marks=marks))
 
     out, err = tool(ws, command="status")
@@ -118,7 +91,7 @@ def test_fsmonitor_planted_in_a_subfolder_of_a_repository_never_runs(tmp_path: P
     (ws / "lib.py").write_text("x = 1\n")
     git(outer, "add", "."), git(outer, "commit", "-q", "-m", "outer")
     remember_session_start(ws)
-    shell = make_sandbox(tmp_path, ws, backend)
+    shell = local_shell(tmp_path, ws, backend)
     assert "planted" in sandboxed(shell, ws, FSMONITOR_PLANT.format(marks=marks))
 
     out, err = tool(ws, command="status")
@@ -173,7 +146,7 @@ def test_commondir_written_by_a_landlock_command_is_refused(tmp_path: Path, repo
     marks = tmp_path / "outside" / "marks"
     marks.parent.mkdir()
     remember_session_start(repo)
-    shell = make_sandbox(tmp_path, repo, "landlock")
+    shell = local_shell(tmp_path, repo, "landlock")
     script = (
         "mkdir -p evil/objects evil/refs/heads && "
         f"printf '#!/bin/sh\\necho fsmonitor >> {marks}\\n' > .fsm && chmod +x .fsm && "

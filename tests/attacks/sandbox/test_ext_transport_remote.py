@@ -21,7 +21,7 @@ from sandbox_fixtures import backends
 from kimi_cli.hostsafe.git.repo_guard import names_program
 
 from scripted_server import ScriptedModelServer
-from support import plain_git, ran, result_json, run_kimi, tool_call, tool_results
+from support import plain_folder, plain_git, ran, result_json, run_kimi, tool_call, tool_results
 
 LOCAL = [b for b in backends() if b != "docker"]  # the Docker test image has no git
 PLANT = (
@@ -29,13 +29,6 @@ PLANT = (
     "git config remote.origin.url 'ext::sh -c echo% ext% >>% {marks}' && "
     "git config remote.origin.fetch '+refs/heads/*:refs/remotes/origin/*' && echo planted"
 )
-
-
-def plain_folder(tmp_path: Path) -> Path:
-    root = tmp_path / "plain"
-    root.mkdir()
-    (root / "notes.txt").write_text("one\n")
-    return root
 
 
 def test_the_table_names_what_enables_the_ext_transport() -> None:

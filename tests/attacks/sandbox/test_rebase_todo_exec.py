@@ -18,7 +18,7 @@ import pytest
 from sandbox_fixtures import backends
 
 from scripted_server import ScriptedModelServer
-from support import plain_git, ran, result_json, run_kimi, tool_call, tool_results
+from support import plain_folder, plain_git, ran, result_json, run_kimi, tool_call, tool_results
 
 LOCAL = [b for b in backends() if b != "docker"]  # the Docker test image has no git
 COMMIT = "git -c user.name=K -c user.email=k@x commit -q"
@@ -28,13 +28,6 @@ REBASE_STATE = (  # what `git rebase -i` leaves, written by hand, with two ways 
     "git rev-parse HEAD > onto && cp onto orig-head && echo refs/heads/main > head-name && touch interactive && "
     ": > done && echo 0 > msgnum && echo 2 > end && echo planted"
 )
-
-
-def plain_folder(tmp_path: Path) -> Path:
-    root = tmp_path / "plain"
-    root.mkdir()
-    (root / "notes.txt").write_text("one\n")
-    return root
 
 
 def continue_as_the_user(root: Path) -> None:

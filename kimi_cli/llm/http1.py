@@ -22,6 +22,7 @@ from kimi_cli.llm.sse import SSEDecoder, chunk_from_event
 
 HEAD_LIMIT = 64 * 1024  # status line and headers together; more is not an HTTP server answering
 READ_SIZE = 64 * 1024
+ERROR_BODY_READ = 1024 * 1024  # of an error answer; error_message reads its first 20,000 bytes
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
@@ -116,8 +117,13 @@ class DirectTransport:
         complete = False
         try:
             if status >= 400:
-                raw = b"".join([part async for part in self._body(conn, headers)])
-                complete = True
+                raw = b""
+                async for part in self._body(conn, headers):
+                    raw += part
+                    if len(raw) > ERROR_BODY_READ:
+                        break  # the words are in its start; the connection is closed, not kept
+                else:
+                    complete = True
                 from kimi_cli.llm.transport import error_message
 
                 raise HTTPFailure(status, error_message(raw), headers.get("retry-after"))
@@ -184,10 +190,15 @@ class DirectTransport:
                             while (await reader.readuntil(b"\n")).strip():
                                 pass  # trailers
                         return
+                    while size > 0:  # in pieces: a declared size is never a buffer of that size
+                        async with asyncio.timeout(self.timeout):
+                            data = await reader.read(min(size, READ_SIZE))
+                        if not data:
+                            raise asyncio.IncompleteReadError(b"", size)
+                        size -= len(data)
+                        yield data
                     async with asyncio.timeout(self.timeout):
-                        data = await reader.readexactly(size)
                         await reader.readexactly(2)
-                    yield data
             elif "content-length" in headers:
                 left = int(headers["content-length"])
                 while left > 0:

@@ -209,3 +209,32 @@ def test_a_proxy_variable_sends_the_request_through_httpx(monkeypatch: pytest.Mo
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     assert proxy_configured()
     assert isinstance(transport_for("direct", "https://api.example/v1", "k", 5), HttpxTransport)
+
+
+def test_a_large_chunk_arrives_whole_and_an_endless_error_body_is_cut() -> None:
+    big = "x" * 3_000_000
+    head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+    server = Server(lambda n: head + chunked(sse(big), size=4_000_000), close_after=True)  # one 3 MB chunk
+
+    async def body(url: str) -> str:
+        return await collect(DirectTransport(url, "k", 10))
+
+    assert run(server, body) == big
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b'HTTP/1.1 500 Oops\r\ntransfer-encoding: chunked\r\n\r\n16\r\n{"message": "broken"} \r\n')
+        try:
+            while True:  # never ends: kimi stops reading after 1 MB
+                writer.write(chunked(b" " * 65536, size=65536)[:-5])
+                await writer.drain()
+        except ConnectionError:
+            pass
+
+    async def failed(url: str) -> HTTPFailure:
+        with pytest.raises(HTTPFailure) as caught:
+            await collect(DirectTransport(url, "k", 10))
+        return caught.value
+
+    failure = run(endless, failed)
+    assert failure.status == 500 and failure.message == "broken"

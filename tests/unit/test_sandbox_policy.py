@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from kimi_cli.sandbox.backends.bwrap import BwrapSandbox, bwrap_argv
@@ -184,6 +185,8 @@ def test_bwrap_covers_a_hidden_entry_as_it_is_now_and_skips_one_removed(tmp_path
     """A hidden folder removed after the session began (another program's `rm -r ~/.ssh`) failed every later
     command with "bwrap: Can't mkdir ... Read-only file system": the mount point had to be made."""
     import shutil
+    import socket
+    import tempfile
 
     store = tmp_path / "store"
     store.mkdir()
@@ -201,6 +204,17 @@ def test_bwrap_covers_a_hidden_entry_as_it_is_now_and_skips_one_removed(tmp_path
     assert argv[argv.index(str(store)) - 1] == "--tmpfs"
     shutil.rmtree(store)
     assert str(store) not in sandbox.argv("true", None)
+    folder = Path(tempfile.mkdtemp(prefix="kimi-unit-", dir="/var/tmp"))  # outside /tmp: bound one by one
+    sock = folder / "agent.sock"
+    try:
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(sock))
+            listener.listen(1)
+            with_socket = BwrapSandbox(dataclasses.replace(pol, sockets=(sock,)), 1000)
+            assert str(sock) in with_socket.argv("true", None)
+    finally:
+        shutil.rmtree(folder)  # its server stopped and its folder removed since the session began
+    assert str(sock) not in with_socket.argv("true", None)
     store.write_text("token")  # back, as a file now
     argv = sandbox.argv("true", None)
     at = argv.index(str(store))

@@ -151,6 +151,13 @@ def _as_they_are(hidden: tuple[HiddenPath, ...]) -> tuple[HiddenPath, ...]:
     return tuple(out)
 
 
+def _is_socket(path: Path) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 class BwrapSandbox(GuardedSandbox):
     """Runs each command in a fresh bubblewrap sandbox; the process group dies on timeout."""
 
@@ -198,11 +205,14 @@ class BwrapSandbox(GuardedSandbox):
             fresh = [h for h in current_hidden(policy.hidden_patterns, policy.workspace) if h.path not in known]
             self._late_hidden, self._hidden_stamp = tuple(fresh), stamp
         inside = [policy.workspace, policy.private_tmp.resolve()]
-        sockets = tuple(s for s in host_sockets(inside) if s not in policy.sockets)
+        fresh_sockets = [s for s in host_sockets(inside) if s not in policy.sockets]
+        # A socket of the session's start that is gone now (its server stopped, its folder removed) is left
+        # out too: bwrap would have to make its mount point, and fail the command ("Can't mkdir parents").
+        sockets = (*(s for s in policy.sockets if _is_socket(s)), *fresh_sockets)
         hidden = _as_they_are((*policy.hidden, *self._late_hidden))
-        if hidden == policy.hidden and not sockets:
+        if hidden == policy.hidden and sockets == policy.sockets:
             return policy
-        return dataclasses.replace(policy, hidden=hidden, sockets=(*policy.sockets, *sockets))
+        return dataclasses.replace(policy, hidden=hidden, sockets=sockets)
 
     async def run(self, command: str, timeout: float) -> ExecResult:
         return await self.guarded(lambda: self._run(command, timeout))  # .git/.kimi checks: base.GuardedSandbox

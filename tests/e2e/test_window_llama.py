@@ -117,8 +117,11 @@ def test_a_4k_window_and_a_25k_workspace_never_see_a_request_over_the_window(
 
 
 @pytest.mark.skip(
-    reason="not yet passing: at -c 8192 the first prefix is measured by the estimate, the pack is "
-    "dropped, and the run did not end within 20 minutes on 2 cores (issue 41, left open)"
+    reason="not yet passing (issue 41, left open): the pack is now sized by the server's count and every "
+    "request fits (5611+2549, 1320+2048, 2522+5638 of 8192), but SmolLM2's own answer is asked with a "
+    "3191-token budget; llama-server on an oversubscribed 2-core machine wrote 0.5 tokens/s, the relay "
+    "answers kimi only when llama-server is done, kimi's 600 s request timeout fired and its retry asked "
+    "for the same generation again"
 )
 def test_an_8k_window_learned_before_the_run_fits_too(workspace: Path, env: dict[str, str]) -> None:
     with llama_server(8192) as llama, Relay(llama, [dict(s) for s in STEPS]) as relay:

@@ -117,7 +117,8 @@ class Runtime:
         timing.mark("trust, config")
         from kimi_cli.extensions.mcp.wiring import start_mcp
 
-        mcp = start_mcp(workdir, config.mcp_config, folder_trust, config.sandbox)  # servers come up while the repository is packed
+        # the servers come up while the repository is packed
+        mcp = start_mcp(workdir, config.mcp_config, folder_trust, config.sandbox)
         from kimi_cli.llm.endpoint_info import resolve_context_length
 
         info = lookup(endpoint.model, endpoint.provider, _overrides(config))

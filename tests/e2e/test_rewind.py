@@ -83,10 +83,16 @@ def test_undo_with_nothing_to_skip_does_not_ask(repo: Path, env: dict, server: S
     assert not (repo / "one.txt").exists()
 
 
-def rewind_to(term: Terminal, turn: int, key: str, done: str) -> None:
+UP = "\x1b[A"
+
+
+def rewind_to(term: Terminal, ups: int, key: str, done: str) -> None:
+    """/rewind, the mark moved up `ups` lines from the latest prompt, Enter, then the one-key answer."""
     term.line("/rewind")
     term.wait_for("before which prompt?")
-    term.line(str(turn))
+    for _ in range(ups):
+        term.send(UP)
+    term.send("\r")
     term.wait_for("b both, c code only")
     term.send(key)
     term.wait_for(done)
@@ -114,12 +120,13 @@ def test_rewind_lists_prompts_with_turn_and_files_and_puts_back_both(
         three_prompts(term)
         term.line("/rewind")
         term.wait_for("before which prompt?")
-        term.wait_for("no file changes")  # the list comes out above the question
+        term.wait_for("no file changes")  # the picker: each prompt with its turn and files
         listing = term.display
         assert "a.txt (A)" in listing and "b.txt (A)" in listing and "no file changes" in listing, listing
-        for turn in ("  1  ", "  2  ", "  3  "):
+        for turn in ("1  ", "2  ", "3  "):
             assert turn in listing
-        term.line("2")
+        term.send(UP)  # from turn 3 (marked) to turn 2
+        term.send("\r")
         term.wait_for("b both, c code only")
         term.send("b")
         term.wait_for("the conversation now ends before turn 2")
@@ -137,7 +144,7 @@ def test_rewind_code_only_keeps_the_conversation(repo: Path, env: dict, server: 
     term = spawn(repo, env, server, cols=120)
     try:
         three_prompts(term)
-        rewind_to(term, 1, "c", "the conversation is kept")
+        rewind_to(term, 2, "c", "the conversation is kept")
         assert not (repo / "a.txt").exists() and not (repo / "b.txt").exists()
         prompt(term, "go on", "after code")
         assert term.exit() == 0
@@ -152,15 +159,16 @@ def test_rewind_conversation_only_keeps_the_files(repo: Path, env: dict, server:
     term = spawn(repo, env, server, cols=120)
     try:
         three_prompts(term)
-        rewind_to(term, 2, "v", "the files are as they are")
+        rewind_to(term, 1, "v", "the files are as they are")
         assert (repo / "a.txt").exists() and (repo / "b.txt").exists()
         prompt(term, "go on", "after talk")
         term.line("/rewind")  # the cut prompts are gone from the list
         term.wait_for("before which prompt?")
-        term.wait_for(r' 2  \S+  "go on"', regex=True)  # the list: the new prompt is turn 2
+        term.wait_for(r'2  \S+  "go on"', regex=True)  # the picker: the new prompt is turn 2
         listed = term.display.split("/rewind")[-1]
         assert '"make a"' in listed and '"make b"' not in listed and '"only talk"' not in listed, listed
-        term.send("\r")
+        term.send("\x03")  # Ctrl-C (or Esc): none
+        term.wait_for_output("→ none")
         assert term.exit() == 0
     finally:
         term.close()

@@ -2,8 +2,8 @@
 
 `/undo` goes back before the last prompt that changed files and says what it takes back (the files, the
 prompt and its turn); when later prompts changed nothing, it names them and asks (one key) before cutting
-them too. `/rewind` lists the conversation's prompts, each with its turn and the files it changed, and
-asks which one and whether code, conversation or both go back. Both use the undo store
+them too. `/rewind` offers the conversation's prompts in an arrow-key picker, each with its turn and the files it
+changed, and asks which one and whether code, conversation or both go back. Both use the undo store
 (kimi_cli.session.undo: points, rewind) and the log's truncate record; nothing here writes files itself.
 """
 
@@ -18,10 +18,9 @@ from kimi_cli.frontends.terminal.slash_registry import CommandRegistry, SlashCom
 from kimi_cli.session.undo.points import UndoPlan, apply_undo, describe_points, plan_undo, undo_state
 from kimi_cli.session.undo.rewind import Prompt, later_prompts, plan_rewind, prompts, rewind, with_changes
 from kimi_cli.session.undo.shadow import CheckpointError, ShadowRepo
-from kimi_cli.util.sanitize import visible_text
+from kimi_cli.util.sanitize import visible, visible_text
 
-SHOWN = 15  # prompts the picker lists (the latest)
-PICK = "rewind to before which prompt? its turn number (Enter: none) › "
+PICK = "rewind to before which prompt? ↑/↓ and Enter (Esc: none)"
 MODE = "go back: b both, c code only, v conversation only (Enter: cancel) › "
 MODE_KEYS = {"b": "both", "c": "code", "v": "conversation"}
 VERBS = {"A": "restore", "D": "delete", "M": "rewrite"}
@@ -96,14 +95,12 @@ class RewindCommands:
         if not found:
             self.say("no earlier prompt to rewind to")
             return
-        for prompt in found[-SHOWN:]:
-            self.print_prompt(prompt)
-        answer = await self.app.ask_line(PICK)
-        chosen = next((p for p in found if answer.isdigit() and p.turn == int(answer)), None)
-        if chosen is None:
-            if answer:
-                self.say(f"no turn {answer} in the list", "yellow")
+        labels = [self.label(prompt) for prompt in found]
+        index = await self.app.ask_pick(PICK, labels, len(labels) - 1)  # the latest prompt marked
+        if index is None:
+            self.console.print(Text("  → none", style="dim"))
             return
+        chosen = found[index]
         from kimi_cli.frontends.terminal.input import Question
 
         answer = await self.app.input.ask(Question(MODE, dict(MODE_KEYS), default=""))  # one key: its value
@@ -130,12 +127,11 @@ class RewindCommands:
                 "conversation": f"the conversation now ends {where}; the files are as they are"}  # fmt: skip
         self.say(done[mode])
 
-    def print_prompt(self, prompt: Prompt) -> None:
+    @staticmethod
+    def label(prompt: Prompt) -> str:
+        """`  2  14:03:11  "make b"  b.txt (A)`: the picker fits it to the width."""
         when = time.strftime("%H:%M:%S", time.localtime(prompt.time)) if prompt.time else "--:--:--"
-        line = visible_text(f"{prompt.turn:>3}  {when}  {quoted(prompt.prompt, 50)}  ", one_line=True)
-        line.append_text(visible_text(prompt.files(), "dim", one_line=True))
-        line.truncate(max(self.console.width - 1, 20), overflow="ellipsis")
-        self.console.print(line)
+        return visible(f"{prompt.turn:>3}  {when}  {quoted(prompt.prompt, 50)}  {prompt.files()}", one_line=True)
 
     def print_changes(self, plan: UndoPlan) -> None:
         for change in plan.changes:

@@ -104,6 +104,13 @@ class ScriptedModelServer:
                     return self.script.pop(index)
             return dict(self.default) if self.default is not None else None
 
+    def offered_tools(self, index: int) -> list[str]:
+        """The names of the tools request `index` offers: its top-level block, then those declared later in
+        system messages' `tools` (K3 models: a server ready after request 1 joins there, issue 41)."""
+        body = self.requests[index]
+        later = [t for m in body.get("messages", []) if m.get("role") == "system" for t in m.get("tools") or []]
+        return [t["function"]["name"] for t in [*(body.get("tools") or []), *later]]
+
     def __enter__(self) -> ScriptedModelServer:
         return self.start()
 

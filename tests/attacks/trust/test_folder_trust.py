@@ -224,8 +224,7 @@ def test_trusted_project_mcp_server_starts(
     assert proc.returncode == 0, proc.stderr
     assert ran(home).exists() and "not trusted" not in proc.stderr
     # In the top-level block when ready for request 1, else declared later in messages[].tools (K3: issue 41)
-    later = [t for m in server.requests[1]["messages"] if m.get("role") == "system" for t in m.get("tools", [])]
-    assert "mcp__repo__t000" in [t["function"]["name"] for t in server.requests[1]["tools"] + later]
+    assert "mcp__repo__t000" in server.offered_tools(1)
     assert "t000" in tool_results(server, 1)[0]
 
 

@@ -43,7 +43,7 @@ class Check:
 
 def check_endpoint(base_url: str, key: str, timeout: float = CHECK_TIMEOUT) -> Check:
     """GET {base_url}/models with the key: the models listed, or what went wrong."""
-    from kimi_cli.util.redact import shown_url
+    from kimi_cli.util.redact import shown_url, without_user_info
 
     # urllib refuses a URL with user info (http://user:pw@proxy/v1 reads as a bad port): it is left out of the
     # request, as a session's requests leave it out (llm.http1 connects to the host and sends the key alone)
@@ -68,16 +68,6 @@ def check_endpoint(base_url: str, key: str, timeout: float = CHECK_TIMEOUT) -> C
     if not isinstance(entries, list):
         return Check(False, problem=f"{shown}/models answered without a model list")
     return Check(True, [str(e.get("id")) for e in entries if isinstance(e, dict) and e.get("id")])
-
-
-def without_user_info(url: str) -> str:
-    """`url` with any user:password@ taken out of its host part; the rest as written."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _toml_string(value: str) -> str:

@@ -30,7 +30,9 @@ MODEL_KEYS = ("max_model_len", "context_length", "context_window", "max_context_
 
 
 def _get_json(url: str, key: str, timeout: float) -> Any:
-    request = urllib.request.Request(url, headers={"accept": "application/json"})
+    from kimi_cli.util.redact import without_user_info  # urllib refuses user info in the URL
+
+    request = urllib.request.Request(without_user_info(url), headers={"accept": "application/json"})
     if key and key != "EMPTY":
         request.add_header("authorization", f"Bearer {key}")
     with urllib.request.urlopen(request, timeout=timeout) as response:

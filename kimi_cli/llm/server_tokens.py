@@ -42,6 +42,9 @@ class ServerTokenizer:
 
     def __init__(self, base_url: str, api_key: str, model: str, timeout: float = TIMEOUT) -> None:
         root = base_url.rstrip("/")
+        from kimi_cli.util.redact import without_user_info
+
+        root = without_user_info(root)  # urllib refuses user info in the URL; the key is the Bearer token
         self.url = (root[: -len("/v1")] if root.endswith("/v1") else root) + "/tokenize"
         self.api_key = api_key
         self.model = model

@@ -159,6 +159,18 @@ def shown_url(url: str) -> str:
     return redacted_url(url) if any(c in url for c in "@?#;") else url
 
 
+def without_user_info(url: str) -> str:
+    """`url` with any user:password@ taken out of its host part, the rest as written: what urllib can request
+    (it reads http://user:pw@host/v1 as a bad port) and what a session's requests send (the key goes as the
+    Bearer token; llm.http1 connects to the host alone)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
 def redacted_urls_in(text: str) -> str:
     """Every URL in a message (an HTTP error quotes the URL it requested) with its secrets hidden."""
     return URL_IN_TEXT.sub(lambda m: redacted_url(m.group(0)), text)

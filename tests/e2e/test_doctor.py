@@ -62,6 +62,7 @@ def test_a_base_url_with_user_info_is_checked_and_its_password_never_shown(
     report, raw = doctor(repo, {**env, "KIMI_MODEL": "kimi-test", "KIMI_BASE_URL": url}, server)
     endpoint = by_check(report)["endpoint"][0]
     assert endpoint["status"] == "ok" and "lists the model" in endpoint["detail"], endpoint
+    assert by_check(report)["window"][0]["detail"].startswith("context 1,048,576 tokens (from the server")
     assert report["ok"] is True and password not in raw
     proc = run_kimi(["doctor"], repo, {**env, "KIMI_MODEL": "kimi-test", "KIMI_BASE_URL": url}, server)
     assert "✓ endpoint: " in proc.stdout and password not in proc.stdout + proc.stderr

@@ -113,6 +113,13 @@ def _fallback(endpoint: Endpoint, info: ModelInfo | None) -> tuple[int, str]:
     return info.context_window, "a safe default for an unknown model (the server does not say)"
 
 
+def _cache_key(endpoint: Endpoint) -> str:
+    """The cache's key: the URL without its user info (a password never lands in endpoints.json)."""
+    from kimi_cli.util.redact import without_user_info
+
+    return f"{without_user_info(endpoint.base_url)} {endpoint.model}"
+
+
 def resolve_context_length(
     endpoint: Endpoint, configured: int | None, info: ModelInfo | None = None
 ) -> tuple[int, str]:
@@ -120,7 +127,7 @@ def resolve_context_length(
     if configured:
         return configured, "configuration (--context-length, KIMI_CONTEXT_LENGTH or context_length)"
     cache = _read_cache()
-    key = f"{endpoint.base_url} {endpoint.model}"
+    key = _cache_key(endpoint)
     entry = cache.get(key)
     if isinstance(entry, dict) and time.time() - float(entry.get("checked", 0)) < CACHE_SECONDS:
         if isinstance(entry.get("context_length"), int):
@@ -141,7 +148,7 @@ def remember_window(endpoint: Endpoint, window: int, source: str) -> None:
     """A window the server stated in an error (kimi_cli/llm/window.py): the next session starts from it
     instead of the larger figure it had cached or assumed."""
     cache = _read_cache()
-    cache[f"{endpoint.base_url} {endpoint.model}"] = {
+    cache[_cache_key(endpoint)] = {
         "context_length": int(window), "source": source, "checked": time.time(),
     }  # fmt: skip
     with contextlib.suppress(OSError):

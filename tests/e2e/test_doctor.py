@@ -64,6 +64,8 @@ def test_a_base_url_with_user_info_is_checked_and_its_password_never_shown(
     assert endpoint["status"] == "ok" and "lists the model" in endpoint["detail"], endpoint
     assert by_check(report)["window"][0]["detail"].startswith("context 1,048,576 tokens (from the server")
     assert report["ok"] is True and password not in raw
+    learned = Path(env["HOME"]) / ".kimi" / "endpoints.json"
+    assert learned.is_file() and password not in learned.read_text()  # the window cache keys by the bare URL
     proc = run_kimi(["doctor"], repo, {**env, "KIMI_MODEL": "kimi-test", "KIMI_BASE_URL": url}, server)
     assert "✓ endpoint: " in proc.stdout and password not in proc.stdout + proc.stderr
     url = "http://proxyuser:" + password + "@127.0.0.1:9/v1"  # unreachable: the problem names it, hidden

@@ -4,6 +4,7 @@ ignored', an ordinary exit code. The test walks the Typer app's commands, so a n
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -39,10 +40,19 @@ def closed_stdout(args: list[str], cwd: Path, env: dict) -> subprocess.Completed
     read, write = os.pipe()
     os.close(read)  # the reader is gone before kimi writes a byte: every write is EPIPE
     try:
-        return subprocess.run([*kimi_executable(), *args], stdout=write, stderr=subprocess.PIPE, cwd=cwd, env=env,
-                              stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
+        proc = subprocess.Popen([*kimi_executable(), *args], stdout=write, stderr=subprocess.PIPE, cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     finally:
         os.close(write)
+    try:
+        _, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        # its whole group: a child left holding stderr would keep communicate() waiting past pytest's timeout
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=10)
+        said = err[-2000:].decode(errors="replace")
+        raise AssertionError(f"kimi {' '.join(args)} did not end in 90 s with its stdout closed: {said}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, None, err)
 
 
 def assert_quiet(proc: subprocess.CompletedProcess[bytes], args: list[str]) -> None:

@@ -31,8 +31,10 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def inspect(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120) -> Any:
-    proc = subprocess.run([str(INSPECTOR), "--cli", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    # the inspector gives a server 15 s to connect by default: `kimi mcp serve` took longer at load 10 in CI
+    wait = ["--connect-timeout", "60000"] if "--" in args else []
+    proc = subprocess.run([str(INSPECTOR), "--cli", *wait, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
     return proc
 
 

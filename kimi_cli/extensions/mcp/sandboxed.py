@@ -91,14 +91,15 @@ def server_policy(
     """The server's own policy: see the module's docstring."""
     from kimi_cli.hostsafe.protected import PROTECTED_NAMES
     from kimi_cli.hostsafe.secrets import ALL_KEY_VARIABLES
-    from kimi_cli.sandbox.env import NEVER
+    from kimi_cli.sandbox.env import NEVER, pass_env_refusal
     from kimi_cli.sandbox.policy import HiddenPath, build_policy
     from kimi_cli.util.paths import kimi_home
 
     home = state_dir(name)
     environ = dict(os.environ) if environ is None else environ
     refused = set(NEVER) | set(ALL_KEY_VARIABLES)
-    passed = [n for n in cfg.pass_env if n not in refused]
+    # One name each, as --pass-env takes them: env_allow reads patterns, and a folder's "*" passed every credential
+    passed = [n for n in cfg.pass_env if n not in refused and not pass_env_refusal(n)]
     base = build_policy(
         home, home / "tmp", network=cfg.network, environ=environ, env_allow=passed,
         extra_hidden=settings.hidden_paths if settings else None, env_deny=settings.env_deny if settings else None,

@@ -83,21 +83,23 @@ def server_cwd(cfg: ServerConfig) -> Path:
     return Path(os.getcwd(), cfg.cwd or "")
 
 
-def expand(value: Any, environ: dict[str, str], where: str) -> Any:
-    """${VAR} in every string, from the environment; a variable that is not set is an error."""
+def expand(value: Any, environ: dict[str, str], where: str, refused: tuple[str, ...] = ()) -> Any:
+    """${VAR} in every string, from the environment; a variable that is not set, or `refused`, is an error."""
     if isinstance(value, str):
 
         def sub(match: re.Match[str]) -> str:
             name = match.group(1)
+            if name in refused:
+                raise ConfigError(f"{where}: ${{{name}}} is never given to a folder's server (a key or host socket)")
             if name not in environ:
                 raise ConfigError(f"{where}: ${{{name}}} is not set in the environment")
             return environ[name]
 
         return VAR.sub(sub, value)
     if isinstance(value, list):
-        return [expand(v, environ, where) for v in value]
+        return [expand(v, environ, where, refused) for v in value]
     if isinstance(value, dict):
-        return {k: expand(v, environ, f"{where}.{k}") for k, v in value.items()}
+        return {k: expand(v, environ, f"{where}.{k}", refused) for k, v in value.items()}
     return value
 
 
@@ -144,31 +146,38 @@ def load_sources(
     programs that would start on the host. It, and the `mcp_config` files the folder's config names, come
     from the snapshot the trust decision was made on (`folder`, else trust.current), never from a second read."""
     from kimi_cli.hostsafe import trust
+    from kimi_cli.sandbox.env import NEVER
 
     env = dict(os.environ) if environ is None else environ
     state = folder if folder is not None else trust.current(workspace)
     project = state.project
     if trusted is None:
         trusted = state.applies
-    merged: dict[str, tuple[Path, Any]] = {}
-    layers: list[tuple[Path, dict[str, Any] | None, str | None]] = []
+    # Each layer with the variables its ${VAR} may not name: the folder's files (its .kimi/mcp.json and the files
+    # its config names) never kimi's key or a host socket, which would reach its server as env, argument or url.
+    merged: dict[str, tuple[Path, Any, tuple[str, ...]]] = {}
+    layers: list[tuple[Path, dict[str, Any] | None, str | None, tuple[str, ...]]] = []
     user = kimi_home() / "mcp.json"
     if user.is_file():
-        layers.append((user, read_file(user), None))
+        layers.append((user, read_file(user), None, ()))
     if trusted and project.mcp_present:
-        layers.append((project.mcp_path, project.mcp_servers, project.mcp_error))
+        layers.append((project.mcp_path, project.mcp_servers, project.mcp_error, NEVER))
     for path in extra or []:
         known = project.mcp_file(path)
-        layers.append((path, known.servers, known.error) if known is not None else (path, read_file(path), None))
-    for path, found, error in layers:
+        if known is not None:
+            layers.append((path, known.servers, known.error, NEVER))
+        else:
+            layers.append((path, read_file(path), None, ()))
+    for path, found, error, refused in layers:
         if error is not None:
             raise ConfigError(error)
         for name, raw in (found or {}).items():
-            merged[name] = (path, raw)
+            merged[name] = (path, raw, refused)
     servers: dict[str, tuple[Path, ServerConfig]] = {}
-    for name, (path, raw) in merged.items():
+    for name, (path, raw, refused) in merged.items():
         try:
-            servers[name] = (path, ServerConfig.model_validate(expand(raw, env, f"{path}: mcpServers.{name}")))
+            expanded = expand(raw, env, f"{path}: mcpServers.{name}", refused)
+            servers[name] = (path, ServerConfig.model_validate(expanded))
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(server)'}: {e['msg']}" for e in exc.errors()

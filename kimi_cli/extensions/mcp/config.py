@@ -72,8 +72,14 @@ class ServerConfig(BaseModel):
 
 
 def file_safe(name: str) -> str:
-    """A server name as a file name (its log, its state folder): no folders, no control characters."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80] or "server"
+    """A server name as a file name (its log, its state folder): no folders, no control characters, never "." or
+    "..". A name that had to change ends in a digest of it, so "a/b" and "a_b" never share a state folder."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80]
+    if safe == name and safe.strip("."):
+        return safe
+    import hashlib
+
+    return f"{safe.strip('.')[:68] or 'server'}-{hashlib.sha256(name.encode()).hexdigest()[:11]}"
 
 
 def server_cwd(cfg: ServerConfig) -> Path:

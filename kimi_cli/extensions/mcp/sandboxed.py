@@ -51,8 +51,14 @@ def state_dir(name: str) -> Path:
     from kimi_cli.util.paths import kimi_home, make_private_dir
 
     folder = kimi_home() / "mcp" / file_safe(name)
-    for level in (kimi_home(), folder.parent, folder, folder / "tmp"):
+    for level in (kimi_home(), folder.parent, folder):
         make_private_dir(level)
+    # tmp lies in the folder the server writes: a link it left there would be the bind source (bwrap) or the granted
+    # path (Landlock) of its next /tmp, a host folder past every hidden path. A real folder goes back in its place.
+    tmp = folder / "tmp"
+    if tmp.is_symlink() or (tmp.exists() and not tmp.is_dir()):
+        tmp.unlink()
+    make_private_dir(tmp)
     return folder
 
 

@@ -96,7 +96,7 @@ def expand(value: Any, environ: dict[str, str], where: str, refused: tuple[str, 
         def sub(match: re.Match[str]) -> str:
             name = match.group(1)
             if name in refused:
-                raise ConfigError(f"{where}: ${{{name}}} is never given to a folder's server (a key or host socket)")
+                raise ConfigError(f"{where}: ${{{name}}} is never given to a folder's server (an API key)")
             if name not in environ:
                 raise ConfigError(f"{where}: ${{{name}}} is not set in the environment")
             return environ[name]
@@ -152,7 +152,7 @@ def load_sources(
     programs that would start on the host. It, and the `mcp_config` files the folder's config names, come
     from the snapshot the trust decision was made on (`folder`, else trust.current), never from a second read."""
     from kimi_cli.hostsafe import trust
-    from kimi_cli.sandbox.env import NEVER
+    from kimi_cli.hostsafe.secrets import ALL_KEY_VARIABLES  # (hostsafe imports this module: not sandbox.env)
 
     env = dict(os.environ) if environ is None else environ
     state = folder if folder is not None else trust.current(workspace)
@@ -160,18 +160,18 @@ def load_sources(
     if trusted is None:
         trusted = state.applies
     # Each layer with the variables its ${VAR} may not name: the folder's files (its .kimi/mcp.json and the files
-    # its config names) never kimi's key or a host socket, which would reach its server as env, argument or url.
+    # its config names) never a provider's key variable, which would reach its server as env, argument or url.
     merged: dict[str, tuple[Path, Any, tuple[str, ...]]] = {}
     layers: list[tuple[Path, dict[str, Any] | None, str | None, tuple[str, ...]]] = []
     user = kimi_home() / "mcp.json"
     if user.is_file():
         layers.append((user, read_file(user), None, ()))
     if trusted and project.mcp_present:
-        layers.append((project.mcp_path, project.mcp_servers, project.mcp_error, NEVER))
+        layers.append((project.mcp_path, project.mcp_servers, project.mcp_error, ALL_KEY_VARIABLES))
     for path in extra or []:
         known = project.mcp_file(path)
         if known is not None:
-            layers.append((path, known.servers, known.error, NEVER))
+            layers.append((path, known.servers, known.error, ALL_KEY_VARIABLES))
         else:
             layers.append((path, read_file(path), None, ()))
     for path, found, error, refused in layers:

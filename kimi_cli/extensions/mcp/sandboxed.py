@@ -53,6 +53,13 @@ def state_dir(name: str) -> Path:
     folder = kimi_home() / "mcp" / file_safe(name)
     for level in (kimi_home(), folder.parent, folder):
         make_private_dir(level)
+    # Landlock only grants: a ~/.kimi/mcp holding nothing the server's hidden table names would be granted whole,
+    # and a folder made there later (another server's, started a moment after) readable. This marker is always
+    # there to hide, so its children are granted one by one.
+    marker = folder.parent / ".hidden-from-servers"
+    if not marker.exists() and not marker.is_symlink():
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
     # tmp lies in the folder the server writes: a link it left there would be the bind source (bwrap) or the granted
     # path (Landlock) of its next /tmp, a host folder past every hidden path. A real folder goes back in its place.
     tmp = folder / "tmp"

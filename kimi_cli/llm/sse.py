@@ -17,6 +17,10 @@ from kimi_cli.llm.failures import HTTPFailure, StreamIncomplete
 from kimi_cli.util import jsonsafe
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_ANY_END = re.compile(r"[\r\n]")
+# A line, or an event's data, longer than this is a server gone wrong (a chunk is a delta of a few hundred
+# characters; a whole answer's arguments stay far below): the stream is refused, not held in memory.
+MAX_EVENT_CHARS = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,9 @@ class SSEDecoder:
     """Feed text as it arrives, get back the events it completes; `close()` flushes the last one."""
 
     def __init__(self) -> None:
-        self._tail = ""  # an unfinished line
+        self._tail: list[str] = []  # the pieces of an unfinished line (joined once its end arrives)
+        self._tail_chars = 0
+        self._data_chars = 0
         self._skip_lf = False  # the last read ended in CR: a leading LF in the next one ends nothing
         self._started = False
         self._data: list[str] = []
@@ -48,8 +54,15 @@ class SSEDecoder:
         if self._skip_lf and text.startswith("\n"):
             text = text[1:]
         self._skip_lf = text.endswith("\r")
-        lines = _LINE_END.split(self._tail + text)
-        self._tail = lines.pop()
+        if not _ANY_END.search(text):  # no line ends here: keep the piece, never rescan what came before
+            self._tail.append(text)
+            self._tail_chars += len(text)
+            if self._tail_chars > MAX_EVENT_CHARS:
+                raise StreamIncomplete(f"a server-sent line is longer than {MAX_EVENT_CHARS} characters")
+            return []
+        lines = _LINE_END.split("".join(self._tail) + text)
+        last = lines.pop()
+        self._tail, self._tail_chars = ([last], len(last)) if last else ([], 0)
         events = []
         for line in lines:
             event = self._line(line)
@@ -61,8 +74,8 @@ class SSEDecoder:
         """The stream ended: an unfinished line and an undispatched event still count."""
         events = []
         if self._tail:
-            self._line(self._tail)
-            self._tail = ""
+            self._line("".join(self._tail))
+            self._tail, self._tail_chars = [], 0
         last = self._dispatch()
         if last is not None:
             events.append(last)
@@ -77,6 +90,9 @@ class SSEDecoder:
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._data_chars += len(value) + 1
+            if self._data_chars > MAX_EVENT_CHARS:
+                raise StreamIncomplete(f"a server-sent event is longer than {MAX_EVENT_CHARS} characters")
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -91,7 +107,7 @@ class SSEDecoder:
             self._event = ""
             return None
         event = ServerSentEvent("\n".join(self._data), self._event or "message", self.last_id, self.retry)
-        self._data = []
+        self._data, self._data_chars = [], 0
         self._event = ""
         return event
 

@@ -100,3 +100,26 @@ def test_an_event_named_error_is_a_failure_even_with_a_plain_text_body() -> None
         chunk_from_event(ServerSentEvent("engine died", event="error"))
     with pytest.raises(HTTPFailure, match="bad"):
         chunk_from_event(ServerSentEvent('{"message": "bad"}', event="error"))
+
+
+def test_a_long_line_in_many_reads_is_one_line_and_an_endless_one_is_refused() -> None:
+    """An endless `data:` line with no line end was joined and rescanned on every read (quadratic CPU, memory
+    without a bound): now the pieces wait until their line ends, and a line or an event past the cap ends the
+    stream with StreamIncomplete (the request's retry policy then decides)."""
+    from kimi_cli.llm.sse import MAX_EVENT_CHARS
+
+    decoder = SSEDecoder()
+    assert decoder.feed("data: ") == []
+    for _ in range(1000):
+        assert decoder.feed("x" * 1000) == []
+    [event] = decoder.feed("\n\n")
+    assert event.data == "x" * 1_000_000
+    endless = SSEDecoder()
+    piece = "y" * (1024 * 1024)
+    with pytest.raises(StreamIncomplete, match="line is longer"):
+        for _ in range(MAX_EVENT_CHARS // len(piece) + 2):
+            endless.feed(piece)
+    many = SSEDecoder()
+    with pytest.raises(StreamIncomplete, match="event is longer"):
+        for _ in range(MAX_EVENT_CHARS // len(piece) + 2):
+            many.feed("data: " + piece + "\n")  # lines that end, in one event that never does

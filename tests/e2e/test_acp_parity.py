@@ -108,13 +108,12 @@ def test_client_mcp_servers_start_and_leave_no_file_with_their_secrets(
     secret = "sk-acp-SECRET-123456789"
     servers = [McpServerStdio(name="hostile", command=sys.executable, args=[SERVER],
                               env=[EnvVariable(name="API_TOKEN", value=secret)])]  # fmt: skip
-    # The first request does not wait for MCP servers; a call by name waits for that server, whose tools
-    # then join the end of the tools block.
+    # The first request waits for MCP servers up to [mcp] startup_timeout; one later than that has its tools
+    # join the end of the tools block (or messages[].tools on K3 models) once it is ready.
     server.add({"tool_calls": [tool_call("mcp__hostile__osc", {}, "m1")]}, {"text": "ok"})
     client = RecordingClient()
     assert run(repo, {**env, "TMPDIR": str(tmp)}, server, client, simple_flow(repo, servers)).stop_reason == "end_turn"
-    names = [t["function"]["name"] for t in server.requests[-1]["tools"]]
-    assert "mcp__hostile__osc" in names  # the client's server was configured and started
+    assert "mcp__hostile__osc" in server.offered_tools(-1)  # the client's server was configured and started
     leftovers = [p for p in [*tmp.rglob("*"), *Path("/tmp").glob("kimi-acp-mcp-*")] if p.is_file()]
     assert not any(secret in p.read_text(errors="replace") for p in leftovers if p.stat().st_size < 1_000_000)
     assert not list(Path("/tmp").glob("kimi-acp-mcp-*"))

@@ -107,6 +107,24 @@ class AttemptsOutcome:
 RunOne = Callable[[Worktree, int], Awaitable[AttemptRun]]
 
 
+def without_flags(argv: list[str], value_flags: set[str], switches: frozenset[str] = frozenset()) -> list[str]:
+    """The parent's command line an attempt keeps (model, sandbox, effort, ...): `argv` without the flags each
+    attempt sets itself. A flag in `value_flags` drops its value too (the next word, unless `--flag=value`),
+    except one in `switches`, which takes none."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in value_flags:
+            skip = "=" not in arg and name not in switches
+            continue
+        out.append(arg)
+    return out
+
+
 def choose(attempts: list[Attempt]) -> Attempt | None:
     """The passing attempt with the smallest change (fewest changed lines; the earlier one on a tie). An
     attempt that passes without changing anything counts as well: the task needed no change."""

@@ -23,7 +23,15 @@ from kimi_cli.frontends.ci_repair import tree
 from kimi_cli.frontends.ci_repair.report import step
 from kimi_cli.frontends.ci_repair.results import RepairResult
 from kimi_cli.worktrees import trees
-from kimi_cli.worktrees.attempts import Attempt, AttemptRun, CheckResult, choose, make_trees, run_attempts
+from kimi_cli.worktrees.attempts import (
+    Attempt,
+    AttemptRun,
+    CheckResult,
+    choose,
+    make_trees,
+    run_attempts,
+    without_flags,
+)
 
 MAX_ATTEMPTS = 8
 # ci-repair's flags an attempt does not take from this run's command line (each attempt gets its own).
@@ -36,18 +44,7 @@ PASSED = ("fixed", "already-green")
 
 def child_args(argv: list[str]) -> list[str]:
     """The ci-repair flags of this run (after the `ci-repair` word) an attempt keeps: test, model, sandbox..."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        name = arg.split("=", 1)[0]
-        if name in OWN_VALUE_FLAGS:
-            skip = "=" not in arg
-            continue
-        out.append(arg)
-    return out
+    return without_flags(argv, OWN_VALUE_FLAGS)
 
 
 def _parse(out: bytes, err: bytes, code: int | None) -> AttemptRun:

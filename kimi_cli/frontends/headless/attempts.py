@@ -20,32 +20,21 @@ from typing import Any
 
 from kimi_cli.errors import ExitCode, KimiError
 from kimi_cli.util.sanitize import visible
-from kimi_cli.worktrees.attempts import AttemptRun, CheckResult, make_trees, run_attempts
+from kimi_cli.worktrees.attempts import AttemptRun, CheckResult, make_trees, run_attempts, without_flags
 from kimi_cli.worktrees.trees import Worktree
 
 MAX_ATTEMPTS = 8
 # Flags of the parent's command line that the attempts do not take as they are (each gets its own).
 OWN_VALUE_FLAGS = {"--attempts", "--check", "--workdir", "-w", "--output-format", "-p", "--prompt", "--max-tokens",
                    "--branch", "--worktree", "--resume", "-r", "--continue", "-c", "--fork"}  # fmt: skip
-OWN_SWITCHES = {"--continue", "-c"}
+OWN_SWITCHES = frozenset({"--continue", "-c"})
 NOTE = ("\n\n(This is attempt {k} of {n} at this task, each in its own copy of the repository; the one that "
         "passes `{check}` with the smallest change is kept.)")  # fmt: skip
 
 
 def child_argv(argv: list[str]) -> list[str]:
     """The parent's flags an attempt keeps (model, sandbox, effort, ...), without those each attempt sets."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        name = arg.split("=", 1)[0]
-        if name in OWN_VALUE_FLAGS:
-            skip = "=" not in arg and name not in OWN_SWITCHES
-            continue
-        out.append(arg)
-    return out
+    return without_flags(argv, OWN_VALUE_FLAGS, OWN_SWITCHES)
 
 
 def kimi_command() -> list[str]:

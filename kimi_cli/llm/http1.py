@@ -190,23 +190,12 @@ class DirectTransport:
                             while (await reader.readuntil(b"\n")).strip():
                                 pass  # trailers
                         return
-                    while size > 0:  # in pieces: a declared size is never a buffer of that size
-                        async with asyncio.timeout(self.timeout):
-                            data = await reader.read(min(size, READ_SIZE))
-                        if not data:
-                            raise asyncio.IncompleteReadError(b"", size)
-                        size -= len(data)
+                    async for data in self._exactly(reader, size):
                         yield data
                     async with asyncio.timeout(self.timeout):
                         await reader.readexactly(2)
             elif "content-length" in headers:
-                left = int(headers["content-length"])
-                while left > 0:
-                    async with asyncio.timeout(self.timeout):
-                        data = await reader.read(min(left, READ_SIZE))
-                    if not data:
-                        raise asyncio.IncompleteReadError(b"", left)
-                    left -= len(data)
+                async for data in self._exactly(reader, int(headers["content-length"])):
                     yield data
             else:
                 while True:
@@ -221,6 +210,16 @@ class DirectTransport:
             raise StreamIncomplete(f"connection dropped: {exc or type(exc).__name__}") from exc
         except ValueError as exc:
             raise StreamIncomplete(f"bad chunk in the response: {exc}") from exc
+
+    async def _exactly(self, reader: asyncio.StreamReader, size: int) -> AsyncIterator[bytes]:
+        """`size` bytes in pieces as they arrive: a declared size is never a buffer of that size."""
+        while size > 0:
+            async with asyncio.timeout(self.timeout):
+                data = await reader.read(min(size, READ_SIZE))
+            if not data:
+                raise asyncio.IncompleteReadError(b"", size)
+            size -= len(data)
+            yield data
 
     async def aclose(self) -> None:
         if self._conn is not None:

@@ -22,6 +22,10 @@ PackPath = Annotated[
 ]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.", metavar="PATH")]
 Workdir = Annotated[Path | None, typer.Option("--workdir", "-w", help="Workspace folder.", metavar="PATH")]
+SessionId = Annotated[
+    str | None,
+    typer.Argument(help="Session id or its start (default: the latest here).", show_default=False, metavar="ID"),
+]
 UNDO_HELP = (
     "Put files back as they were before your last prompt, and cut the conversation there (or go back to before "
     "undo point N; --list shows the points)."
@@ -225,12 +229,7 @@ def register(app: typer.Typer, only: str | None = None) -> None:
 
     @command("diff")
     def diff_command(
-        session: Annotated[
-            str | None,
-            typer.Argument(
-                help="Session id or its start (default: the latest here).", show_default=False, metavar="ID"
-            ),
-        ] = None,
+        session: SessionId = None,
         stat: Annotated[
             bool, typer.Option("--stat", help="Each changed file: status, lines added and removed.")
         ] = False,
@@ -243,12 +242,7 @@ def register(app: typer.Typer, only: str | None = None) -> None:
 
     @command("export")
     def export_command(
-        session: Annotated[
-            str | None,
-            typer.Argument(
-                help="Session id or its start (default: the latest here).", show_default=False, metavar="ID"
-            ),
-        ] = None,
+        session: SessionId = None,
         fmt: Annotated[str, typer.Option("--format", "-f", help="md | json | html.", metavar="FORMAT")] = "md",
         output: Output = None,
         workdir: Workdir = None,

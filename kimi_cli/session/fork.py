@@ -27,7 +27,7 @@ def fork_session(workspace: Path, session_id: str) -> str:
     source = base / source_id
     try:
         meta = json.loads((source / META_NAME).read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ConfigError(f"cannot read session {source_id}: {exc}") from None
     new_id = new_session_id()
     while (base / new_id).exists():  # two forks within a second

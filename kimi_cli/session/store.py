@@ -108,7 +108,9 @@ class Session:
         """The session with this id, or with the only id starting with it (`kimi -r 2026112`)."""
         session_id = resolve_id(workspace, session_id)
         path = sessions_dir(workspace) / session_id
-        meta = json.loads((path / META_NAME).read_text())
+        meta = read_meta(path)
+        if meta is None:
+            raise ConfigError(f"cannot read session {session_id}: its {META_NAME} is missing or not a JSON object")
         if not isinstance(meta.get("usage"), dict):  # a session from before usage was kept in meta
             meta["usage"] = usage_from_records(read_records(path / LOG_NAME))
         return cls(path, meta)
@@ -291,23 +293,42 @@ def resolve_id(workspace: Path, wanted: str) -> str:
     raise ConfigError(f"{len(matches)} sessions start with {wanted!r} ({shown}); give more of the id")
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Read a JSONL log; a torn or corrupt line (a crash mid-write) is skipped, not fatal."""
+def read_log(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The records of a JSONL log, and how many lines could not be read. A torn line (a crash mid-write), a
+    corrupt one or one nested past the decoder's stack is skipped, not fatal."""
     records: list[dict[str, Any]] = []
+    skipped = 0
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return records
+        return records, skipped
     for line in raw.split(b"\n"):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            skipped += 1
             continue
         if isinstance(rec, dict):
             records.append(rec)
-    return records
+        else:
+            skipped += 1
+    return records, skipped
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """A JSONL log's readable records (read_log without the count)."""
+    return read_log(path)[0]
+
+
+def read_meta(folder: Path) -> dict[str, Any] | None:
+    """A session folder's meta.json, or None where it is missing, unreadable or not a JSON object."""
+    try:
+        meta = json.loads((folder / META_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def list_sessions(workspace: Path) -> list[SessionInfo]:
@@ -318,11 +339,8 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
     if not base.is_dir():
         return infos
     for child in base.iterdir():
-        try:
-            meta = json.loads((child / META_NAME).read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(meta, dict):
+        meta = read_meta(child)
+        if meta is None:
             continue
         status = str(meta.get("status", "?"))
         if status == "running" and not alive(meta.get("pid")):

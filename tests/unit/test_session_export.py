@@ -117,3 +117,27 @@ def test_the_redactor_hides_secrets_by_their_shape(text: str, hidden: str) -> No
 )  # fmt: skip
 def test_the_redactor_keeps_what_is_no_secret(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_line_or_a_meta_nested_past_the_stack_is_skipped_not_a_crash(session: Session) -> None:
+    """One reader of session files (kimi_cli.session.store): a line of 100,000 nested arrays, written by
+    anything that can write the folder, raised RecursionError out of `kimi sessions`, resume and export."""
+    from kimi_cli.errors import ConfigError
+    from kimi_cli.session.store import list_sessions, read_records
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    workspace = Path(session.meta["workspace"])
+    session.append({"kind": "turn", "message_index": 1, "prompt": "go", "time": 1.0})
+    session.close()
+    log = session.path / "context.jsonl"
+    with log.open("ab") as fh:
+        fh.write(deep + b"\n" + b'{"kind": "turn", "message_index": 2, "prompt": "again", "time": 2.0}\n')
+    assert [r["prompt"] for r in read_records(log) if r.get("kind") == "turn"] == ["go", "again"]
+    export = load(session.path)
+    assert export.skipped_lines == 1 and [t.prompt for t in export.turns] == ["go", "again"]
+    assert [i.id for i in list_sessions(workspace)] == [session.path.name]
+    (session.path / "meta.json").write_bytes(deep)
+    assert [t.prompt for t in load(session.path).turns] == ["go", "again"]  # the log without its meta
+    with pytest.raises(ConfigError, match="not a JSON object"):
+        Session.open(workspace, session.path.name)
+    assert list_sessions(workspace) == []

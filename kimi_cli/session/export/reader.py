@@ -26,45 +26,14 @@ from kimi_cli.session.export.model import (
     Usage,
 )
 from kimi_cli.session.export.redaction import redact_tree
-from kimi_cli.session.store import LOG_NAME, META_NAME
+from kimi_cli.session.store import LOG_NAME, read_log, read_meta
 
 TITLE_KEYS = ("command", "path", "pattern", "url", "query", "task", "file_path", "directory")
 
 
-def read_log(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The records of a JSONL log and how many lines could not be read (a torn last line, a corrupt one)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return [], 0
-    records: list[dict[str, Any]] = []
-    skipped = 0
-    for line in raw.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            skipped += 1
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            skipped += 1
-    return records, skipped
-
-
-def read_meta(folder: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads((folder / META_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        meta = {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def load(folder: Path, rates: Rates | None = None) -> SessionExport:
     """The export model of the session in `folder`, every string redacted."""
-    meta = read_meta(folder)
+    meta = read_meta(folder) or {}
     records, skipped = read_log(folder / LOG_NAME)
     export = build(meta, records, rates or rates_for_meta(meta), folder.name)
     export.skipped_lines = skipped

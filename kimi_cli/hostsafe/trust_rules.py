@@ -31,6 +31,11 @@ WIDENING: dict[str, Any] = {
     "subagents": "limit",  # a switch: the folder may turn the Agent tool off, not back on
     "max_steps": "limit",  # the user's own caps on a session's steps and tokens (what a run may cost)
     "max_tokens": "limit",
+    # how long a run may wait on a server: a folder's `base_delay = 1e9` hung a headless job on its first 429
+    "retry.max_retries": "limit",
+    "retry.base_delay": "limit",
+    "retry.max_delay": "limit",
+    "retry.request_timeout": "limit",
     "approval.allow": "nonempty",
     "approval.policy": "limit",  # never < ask < auto (LIMIT_ORDER): the folder may only ask more
     "sandbox.mode": ("none",),
@@ -86,7 +91,6 @@ JOINED: tuple[str, ...] = ("approval.deny", "sandbox.hidden_paths", "sandbox.env
 NARROWING: tuple[str, ...] = (
     "model", "max_output_tokens", "transport", "thinking", "context_length", "effort",
     "grep_timeout",  # capped at 600 s by the config model
-    "retry.max_retries", "retry.base_delay", "retry.max_delay", "retry.request_timeout",
     "sandbox.hidden_paths", "sandbox.env_deny",
     "shell.default_timeout",  # capped at 600 s, as the model may ask of any call
     "git.co_author_trailer", "git.author_name", "git.author_email",
@@ -114,6 +118,10 @@ WHAT = {
     "subagents": "turn subagents back on",
     "max_steps": "raise the step limit to {value}",
     "max_tokens": "raise the session's token budget to {value}",
+    "retry.max_retries": "retry a failed request up to {value} times",
+    "retry.base_delay": "wait {value} s before the first retry",
+    "retry.max_delay": "wait up to {value} s between retries",
+    "retry.request_timeout": "wait up to {value} s for a server's answer",
     "approval.allow": "approve without asking: {value}",
     "approval.policy": "ask less before actions (approval.policy = {value})",
     "sandbox.mode": 'run commands with no sandbox (sandbox.mode = "none")',
@@ -161,7 +169,9 @@ DANGER: dict[str, int] = {
     "telemetry.otlp_endpoint": 1, "telemetry.otlp_headers": 1, "telemetry.log_prompts": 1,
     "yolo": 2, "approval.allow": 2, "approval.policy": 2, "sandbox.allow_network": 2, "web.allowed_hosts": 2,
     "web.enabled": 2, "web.search": 2,
-    "subagents": 3, "max_steps": 3, "max_tokens": 3, "sandbox.docker_memory": 3, "sandbox.docker_pids_limit": 3,
+    "subagents": 3, "max_steps": 3, "max_tokens": 3, "sandbox.docker_memory": 3,
+    "retry.max_retries": 3, "retry.base_delay": 3, "retry.max_delay": 3, "retry.request_timeout": 3,
+    "sandbox.docker_pids_limit": 3,
     "shell.output_cap": 3,
     "shell.max_background_tasks": 3, "context.max_file_bytes": 3, "checkpoints.max_file_bytes": 3,
     "images.long_edge": 3, "models.*.image_long_edge": 3, "models.*.max_request_bytes": 3,

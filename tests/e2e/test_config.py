@@ -35,10 +35,10 @@ def test_bad_value_names_file_and_key(tmp_path: Path, monkeypatch: pytest.Monkey
     ws = tmp_path / "ws"
     (ws / ".kimi").mkdir(parents=True)
     bad = ws / ".kimi" / "config.toml"
-    bad.write_text('[retry]\nmax_retries = "lots"\n')
+    bad.write_text('[context]\ncompact_at = "lots"\n')  # a limit (retry.*) that cannot be read is dropped instead
     with pytest.raises(ConfigError) as info:
         load_config(ws, {}, environ={})
-    assert str(bad) in str(info.value) and "retry.max_retries" in str(info.value)
+    assert str(bad) in str(info.value) and "context.compact_at" in str(info.value)
 
 
 def test_unknown_key_and_broken_toml_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -100,6 +100,27 @@ def test_a_zero_memory_limit_is_the_users_or_a_trusted_folders_to_set(tmp_path: 
     assert state.asks == [] and load_config(tmp_path, {}, {}, folder=state).sandbox.docker_memory == "2g"
 
 
+def test_an_untrusted_folder_cannot_lengthen_the_waits_on_a_server(tmp_path: Path, kimi_home: Path) -> None:
+    """`[retry] base_delay = 1e9` in a cloned repository was a narrowing: the first 429 hung a headless job
+    for ever. A folder may shorten the waits below the user's (and kimi's defaults), not lengthen them."""
+    folder_config(tmp_path, "[retry]\nbase_delay = 1e9\nmax_delay = 1e9\nrequest_timeout = 1e9\nmax_retries = 50\n")
+    state = trust.assess(tmp_path)
+    assert {w.key for w in state.asks} == {f"retry.{k}" for k in ("base_delay", "max_delay", "request_timeout",
+                                                                   "max_retries")}  # fmt: skip
+    retry = load_config(tmp_path, {}, {}, folder=state).retry
+    assert (retry.base_delay, retry.max_delay, retry.request_timeout, retry.max_retries) == (0.01, 0.05, 600.0, 6)
+    trusted = load_config(tmp_path, {}, {}, folder=trust.resolve(tmp_path, grant=True)).retry
+    assert (trusted.base_delay, trusted.request_timeout) == (1e9, 1e9)  # the user's own choice, asked
+
+
+def test_a_folder_may_shorten_the_waits(tmp_path: Path, kimi_home: Path) -> None:
+    folder_config(tmp_path, "[retry]\nbase_delay = 0.001\nrequest_timeout = 30\nmax_retries = 1\n")
+    state = trust.assess(tmp_path)
+    assert state.asks == []
+    retry = load_config(tmp_path, {}, {}, folder=state).retry
+    assert (retry.base_delay, retry.request_timeout, retry.max_retries) == (0.001, 30.0, 1)
+
+
 # --- through kimi -p ------------------------------------------------------------------------------------
 
 
@@ -212,3 +233,12 @@ def test_kimi_p_an_untrusted_zero_memory_limit_leaves_the_container_bounded(
     assert proc.returncode == 0, proc.stderr[-2000:]
     seen = tool_results(server, 1)[0]
     assert (f"mem={4 << 30}" in seen) is not trusted, seen
+
+
+def test_kimi_p_in_an_untrusted_folder_waits_the_users_retry_delay_not_the_folders(
+    repo: Path, env: dict, server: ScriptedModelServer
+) -> None:
+    folder_config(repo, "[retry]\nbase_delay = 100000\nmax_delay = 100000\n")
+    server.add({"error": 500}, {"text": "done"})
+    proc = run_kimi(["-p", "go"], repo, env, server, timeout=120)
+    assert proc.returncode == 0 and len(server.requests) == 2, proc.stderr[-2000:]

@@ -100,6 +100,14 @@ def trust_folder(folder: Path, home: Path | None = None) -> None:
             os.environ["KIMI_HOME"] = old
 
 
+def folder_server_home(home: Path, name: str) -> Path:
+    """The state folder (its $HOME) of a server a folder's own .kimi/mcp.json names: ~/.kimi/mcp/<name>.folder-<digest
+    of the workspace> (kimi_cli.extensions.mcp.sandboxed.folder_state_name); a path that does not exist when none has
+    been made yet."""
+    made = sorted((home / ".kimi" / "mcp").glob(f"{name}.folder-*"))
+    return made[0] if made else home / ".kimi" / "mcp" / f"{name}.folder-(none)"
+
+
 def run_kimi(
     args: list[str],
     cwd: Path,

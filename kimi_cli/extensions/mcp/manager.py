@@ -31,6 +31,7 @@ class ServerState:
     started: float = 0.0
     ready_after: float | None = None
     session: Any = None
+    home: str = ""  # a sandboxed server's state folder under ~/.kimi/mcp (kimi_cli.extensions.mcp.sandboxed)
     where: str = ""  # a stdio server's place: "bwrap" / "landlock" (sandboxed) or "host"
     process: Any = None  # a sandboxed server's process (kimi_cli.sandbox.long_lived.ServerProcess)
     settled: threading.Event = field(default_factory=threading.Event)
@@ -60,9 +61,13 @@ class McpManager:
         self.settings = settings
         self.workspace = workspace if workspace is not None else Path.cwd()
         self.notices: list[str] = []  # for the user, once: a folder's `"sandbox": false` refused
+        from kimi_cli.extensions.mcp.sandboxed import folder_state_name
+
         for name, state in self.states.items():
+            state.home = name
             if host_allowed is not None and name not in host_allowed:
                 self._users_only(state)
+                state.home = folder_state_name(name, self.workspace)
         from kimi_cli.extensions.mcp.host_launch import server_pins
 
         # Workspace files each stdio server's command line names, checked before every start: as they are now,
@@ -188,7 +193,7 @@ class McpManager:
                 state.where, state.process = "sandbox", None
                 state.where = backend_name(self.sandbox_mode)
                 started: list[Any] = []
-                inner = sandboxed_stdio(state.name, cfg, self.workspace, state.where, self.settings, errlog.writer,
+                inner = sandboxed_stdio(state.home, cfg, self.workspace, state.where, self.settings, errlog.writer,
                                         started)  # fmt: skip
                 return _Started(inner, started, state)
             state.where = "host"

@@ -4,7 +4,8 @@ An MCP server reads web pages, tickets and repositories for the model, so one th
 must not have the user's home. By default a stdio server runs in the sandbox backend the session uses (bwrap or
 landlock; with a Docker session, whichever of the two works on the host: the container has no seam for a second,
 differently confined process) under a policy of its own:
-- its one writable folder is ~/.kimi/mcp/<name>/ (0700; its HOME, with its private tmp inside). The rest of
+- its one writable folder is ~/.kimi/mcp/<name>/ (0700; its HOME, with its private tmp inside; a folder's own
+  server's is <name>.folder-<digest>, see folder_state_name). The rest of
   ~/.kimi stays hidden: the folder is split around, as Landlock splits homes;
 - it reads what a sandboxed command reads (its install, node_modules, a venv, the system), never the hidden
   credential table;
@@ -46,8 +47,19 @@ class SandboxStartError(Exception):
     """A server that cannot start sandboxed: the message says why and what to set."""
 
 
+def folder_state_name(name: str, workspace: Path) -> str:
+    """The state folder's name for a server a folder's own files configure: its name and a digest of the folder.
+    A folder's server named like one of the user's ("github") ran with the user's server's HOME, and read what
+    that one keeps there (its tokens); the user's own servers keep `name` itself."""
+    import hashlib
+
+    digest = hashlib.sha256(str(workspace.absolute()).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return f"{file_safe(name)[:60]}.folder-{digest}"
+
+
 def state_dir(name: str) -> Path:
-    """~/.kimi/mcp/<name>/, made 0700 (each level), the server's HOME and only writable folder."""
+    """~/.kimi/mcp/<name>/, made 0700 (each level), the server's HOME and only writable folder. `name` is the
+    server's name, or folder_state_name's for a folder's server."""
     from kimi_cli.util.paths import kimi_home, make_private_dir
 
     folder = kimi_home() / "mcp" / file_safe(name)

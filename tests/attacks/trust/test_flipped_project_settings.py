@@ -27,7 +27,7 @@ import pytest
 from kimi_cli.hostsafe import trust
 
 from scripted_server import ScriptedModelServer
-from support import TEST_KEY, TESTS_DIR, run_kimi, tool_call, trust_folder
+from support import TEST_KEY, TESTS_DIR, folder_server_home, run_kimi, tool_call, trust_folder
 
 FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 STARTS, MAX_STARTS = 300, 1000
@@ -90,7 +90,7 @@ def starts(folder: Path, seen: set[bool]) -> Iterator[trust.FolderTrust]:
 
 def marker_server(home: Path, marker: str) -> dict[str, Any]:
     """A real stdio MCP server that first leaves `marker` in $HOME: proof it was started (a folder's server runs
-    sandboxed, where $HOME is its own ~/.kimi/mcp/<name>/)."""
+    sandboxed, where $HOME is its own state folder: support.folder_server_home)."""
     code = (
         f"import pathlib, runpy, sys; pathlib.Path.home().joinpath({marker!r}).write_text('ran'); "
         f"sys.argv = [{str(FIXTURE)!r}, 'many', '1']; runpy.run_path({str(FIXTURE)!r}, run_name='__main__')"
@@ -271,11 +271,11 @@ def test_kimi_p_starts_beside_a_flipped_mcp_json_never_start_the_untrusted_serve
             server.add({"tool_calls": [tool_call("mcp__evil__t000", {}, "m")]}, {"text": "done"})
             proc = run_kimi(["-p", "hi", "--yolo"], repo, env, server)
             assert proc.returncode == 0, proc.stderr
-    assert not (home / ".kimi" / "mcp" / "evil" / "evil-ran").exists()
-    (home / ".kimi" / "mcp" / "tools" / "trusted-ran").unlink(missing_ok=True)
+    assert not (folder_server_home(home, "evil") / "evil-ran").exists()
+    (folder_server_home(home, "tools") / "trusted-ran").unlink(missing_ok=True)
     server.add({"tool_calls": [tool_call("mcp__tools__t000", {}, "m")]}, {"text": "done"})
     assert run_kimi(["-p", "hi", "--yolo"], repo, env, server).returncode == 0
-    assert (home / ".kimi" / "mcp" / "tools" / "trusted-ran").exists()  # left alone, the trusted server starts
+    assert (folder_server_home(home, "tools") / "trusted-ran").exists()  # left alone, the trusted server starts
 
 
 def test_kimi_p_starts_beside_a_flipped_command_never_run_its_untrusted_line(

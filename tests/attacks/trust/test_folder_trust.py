@@ -20,7 +20,16 @@ from kimi_cli.config import load_config
 from kimi_cli.hostsafe import trust
 
 from scripted_server import ScriptedModelServer
-from support import TEST_KEY, TESTS_DIR, kimi_executable, run_kimi, tool_call, tool_results, trust_folder
+from support import (
+    TEST_KEY,
+    TESTS_DIR,
+    folder_server_home,
+    kimi_executable,
+    run_kimi,
+    tool_call,
+    tool_results,
+    trust_folder,
+)
 
 FIXTURE = TESTS_DIR / "mcp_fixture_server.py"
 
@@ -53,7 +62,7 @@ def marker_server(home: Path) -> dict[str, Any]:
 
 def ran(home: Path) -> Path:
     """Where marker_server's server "repo" leaves its file: its own folder (kimi_cli.extensions.mcp.sandboxed)."""
-    return home / ".kimi" / "mcp" / "repo" / "mcp-server-ran"
+    return folder_server_home(home, "repo") / "mcp-server-ran"
 
 
 # --- the rules, in process --------------------------------------------------------------------------------

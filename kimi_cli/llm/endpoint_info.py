@@ -96,11 +96,27 @@ def _cache_path() -> Path:
 
 
 def _read_cache() -> dict[str, Any]:
+    """The cache, without an entry keyed by a URL with user info (kept before keys dropped it): the file is
+    written again at once when one was there, so an old password does not stay on disk."""
+    from kimi_cli.util.redact import without_user_info
+
     try:
         data = json.loads(_cache_path().read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    clean = {k: v for k, v in data.items() if without_user_info(k.split(" ", 1)[0]) == k.split(" ", 1)[0]}
+    if len(clean) != len(data):
+        _write_cache(clean)
+    return clean
+
+
+def _write_cache(cache: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        from kimi_cli.hostsafe.fs import write_private  # the one atomic write
+
+        write_private(_cache_path(), json.dumps(cache, indent=1))
 
 
 def _fallback(endpoint: Endpoint, info: ModelInfo | None) -> tuple[int, str]:
@@ -135,10 +151,7 @@ def resolve_context_length(
         return _fallback(endpoint, info)
     found, source = ask_server(endpoint)
     cache[key] = {"context_length": found, "source": source, "checked": time.time()}
-    with contextlib.suppress(OSError):
-        from kimi_cli.hostsafe.fs import write_private  # the one atomic write
-
-        write_private(_cache_path(), json.dumps(cache, indent=1))
+    _write_cache(cache)
     if found:
         return found, source
     return _fallback(endpoint, info)
@@ -151,7 +164,4 @@ def remember_window(endpoint: Endpoint, window: int, source: str) -> None:
     cache[_cache_key(endpoint)] = {
         "context_length": int(window), "source": source, "checked": time.time(),
     }  # fmt: skip
-    with contextlib.suppress(OSError):
-        from kimi_cli.hostsafe.fs import write_private  # the one atomic write
-
-        write_private(_cache_path(), json.dumps(cache, indent=1))
+    _write_cache(cache)

@@ -2,10 +2,13 @@
 error (stderr, the JSON result, stream-json's result event) and kimi doctor (text and JSON) named the URL as
 written, password and all, into CI logs. They now name it with the secret hidden and everything else kept
 (scheme, user, host, port, path), so the message still says where; beside a URL without a secret, named as
-written. Nothing here is written to the session folder either (sessions, logs)."""
+written. Nothing here is written to the session folder either (sessions, logs), nor to endpoints.json, where an
+entry an older kimi keyed by the whole URL is dropped at the next read."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -29,10 +32,10 @@ def url_of(server: ScriptedModelServer, live: bool, secret: bool) -> str:
 
 
 def everything_written(home: Path) -> str:
-    """Sessions and logs (endpoints.json keys its learned windows by the URL, as the user's config holds it)."""
+    """Sessions, logs and endpoints.json (which keys its learned windows by the URL without its user info)."""
     out = []
     for path in (home / ".kimi").rglob("*"):
-        if path.is_file() and path.name != "endpoints.json":
+        if path.is_file():
             out.append(path.read_text(errors="replace"))
     return "\n".join(out)
 
@@ -63,3 +66,18 @@ def test_a_base_url_without_a_secret_is_named_as_written(
     proc = run_kimi(COMMANDS[command], tmp_path, {**env, "KIMI_BASE_URL": url}, server, timeout=90)
     assert "http://127.0.0.1:9/v1" in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
     assert "[hidden]" not in proc.stdout + proc.stderr
+
+
+def test_an_old_endpoints_entry_keyed_with_a_password_is_dropped_and_the_others_kept(
+    tmp_path: Path, env: dict, home: Path, server: ScriptedModelServer
+) -> None:
+    server.add({"text": "hi"})
+    cache = home / ".kimi" / "endpoints.json"
+    kept = f"{server.base_url} other-model"
+    old = {f"{url_of(server, True, secret=True)} kimi-k3.1-pro": {"context_length": 1, "checked": time.time()},
+           kept: {"context_length": 4096, "source": "the server", "checked": time.time()}}  # fmt: skip
+    cache.write_text(json.dumps(old))
+    proc = run_kimi(["-p", "hi"], tmp_path, env, server, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert PASSWORD not in cache.read_text()
+    assert kept in json.loads(cache.read_text())

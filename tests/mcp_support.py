@@ -31,6 +31,24 @@ def pypi_server(name: str) -> str:
     return str(exe)
 
 
+@contextmanager
+def var_tmp_home() -> Iterator[Path]:
+    """A fake HOME for a sandboxed server's test, with a ~/.kimi/config.toml of short retries, no language servers
+    and a 60 s MCP start. In /var/tmp, not pytest's /tmp: bwrap gives the sandbox a private /tmp, which would
+    cover a home there and prove nothing about the hidden table."""
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="kimi-mcp-home-", dir="/var/tmp"))
+    (home / ".kimi").mkdir()
+    (home / ".kimi" / "config.toml").write_text(
+        "[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n[lsp]\nenabled = false\n[mcp]\nstartup_timeout = 60\n"
+    )
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def write_config(repo: Path, servers: dict) -> None:
     """The folder's own .kimi/mcp.json, the folder trusted (its servers may start: kimi_cli.hostsafe.trust)."""
     (repo / ".kimi").mkdir(exist_ok=True)

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp_support import var_tmp_home
 from sandbox_fixtures import backends
 
 from scripted_server import ScriptedModelServer
@@ -32,19 +31,13 @@ BACKENDS = [b for b in backends() if b in ("bwrap", "landlock")]
 
 @pytest.fixture
 def user_home() -> Iterator[Path]:
-    """In /var/tmp, not pytest's /tmp: bwrap's private /tmp would cover a home there and prove nothing."""
-    home = Path(tempfile.mkdtemp(prefix="kimi-mcp-home-", dir="/var/tmp"))
-    (home / ".kimi").mkdir()
-    (home / ".kimi" / "config.toml").write_text(
-        "[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n[lsp]\nenabled = false\n[mcp]\nstartup_timeout = 60\n"
-    )
-    probe = {"command": sys.executable, "args": [str(PROBE)], "startup_timeout": 60}
-    (home / ".kimi" / "mcp.json").write_text(json.dumps({"mcpServers": {"notes": probe}}))
-    own = home / ".kimi" / "mcp" / "notes"
-    own.mkdir(parents=True, mode=0o700)
-    (own / "token").write_text(TOKEN)
-    yield home
-    shutil.rmtree(home, ignore_errors=True)
+    with var_tmp_home() as home:
+        probe = {"command": sys.executable, "args": [str(PROBE)], "startup_timeout": 60}
+        (home / ".kimi" / "mcp.json").write_text(json.dumps({"mcpServers": {"notes": probe}}))
+        own = home / ".kimi" / "mcp" / "notes"
+        own.mkdir(parents=True, mode=0o700)
+        (own / "token").write_text(TOKEN)
+        yield home
 
 
 def read_token(repo: Path, home: Path, backend: str, server: ScriptedModelServer) -> str:

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_support import write_config
+from mcp_support import var_tmp_home, write_config
 from sandbox_fixtures import CountingServer, UnixServer, backends
 
 from scripted_server import ScriptedModelServer
@@ -37,16 +35,11 @@ BACKENDS = [b for b in backends() if b in ("bwrap", "landlock")]
 
 @pytest.fixture
 def user_home() -> Iterator[Path]:
-    home = Path(tempfile.mkdtemp(prefix="kimi-mcp-home-", dir="/var/tmp"))
-    (home / ".kimi").mkdir()
-    (home / ".kimi" / "config.toml").write_text(
-        "[retry]\nbase_delay = 0.01\nmax_delay = 0.05\n[lsp]\nenabled = false\n"
-    )
-    (home / ".ssh").mkdir(mode=0o700)
-    (home / ".ssh" / "id_ed25519").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{KEY}\n")
-    (home / ".bashrc").write_text("# the user's own\n")
-    yield home
-    shutil.rmtree(home, ignore_errors=True)
+    with var_tmp_home() as home:
+        (home / ".ssh").mkdir(mode=0o700)
+        (home / ".ssh" / "id_ed25519").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{KEY}\n")
+        (home / ".bashrc").write_text("# the user's own\n")
+        yield home
 
 
 def user_servers(home: Path, servers: dict) -> None:
@@ -62,7 +55,6 @@ def run(repo: Path, home: Path, backend: str, server: ScriptedModelServer, calls
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "PYTHONPATH")}
     env.update(HOME=str(home), NO_COLOR="1", GIT_CONFIG_NOSYSTEM="1", PROBE_SETTING="visible-when-passed",
                GITHUB_TOKEN="ghp_" + "a" * 36)  # fmt: skip
-    (home / ".kimi" / "config.toml").open("a").write("\n[mcp]\nstartup_timeout = 60\n")
     server.add({"tool_calls": calls}, {"text": "done"})
     proc = run_kimi(["-p", "probe", "--yolo", "--sandbox", backend], repo, env, server, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,5 @@
-"""What an endpoint says about itself: its context window, asked once and cached per endpoint and model.
+"""What an endpoint says about itself: its context window, and which /tokenize it speaks (llm/server_tokens.py),
+each asked once and cached per endpoint and model.
 
 Sources, first that answers: `--context-length` / KIMI_CONTEXT_LENGTH / config; the server's
 `/v1/models` (vLLM `max_model_len`, Moonshot `context_length`, llama.cpp `meta.n_ctx_train`); llama.cpp's
@@ -131,9 +132,39 @@ def _fallback(endpoint: Endpoint, info: ModelInfo | None) -> tuple[int, str]:
 
 def _cache_key(endpoint: Endpoint) -> str:
     """The cache's key: the URL without its user info (a password never lands in endpoints.json)."""
+    return _key(endpoint.base_url, endpoint.model)
+
+
+def _key(base_url: str, model: str) -> str:
     from kimi_cli.util.redact import without_user_info
 
-    return f"{without_user_info(endpoint.base_url)} {endpoint.model}"
+    return f"{without_user_info(base_url)} {model}"
+
+
+def known_tokenizer(base_url: str, model: str) -> str | None:
+    """Which /tokenize the server answered a recent session ("llama", "vllm", or "" for none), or None."""
+    entry = _read_cache().get(_key(base_url, model))
+    if isinstance(entry, dict) and time.time() - float(entry.get("tokenize_checked", 0)) < CACHE_SECONDS:
+        found = entry.get("tokenize")
+        return found if found in ("llama", "vllm", "") else None
+    return None
+
+
+def remember_tokenizer(base_url: str, model: str, dialect: str) -> None:
+    """What this session found of the server's /tokenize, beside the window the entry holds."""
+    cache = _read_cache()
+    key = _key(base_url, model)
+    entry = cache.get(key)
+    cache[key] = {**(entry if isinstance(entry, dict) else {}), "tokenize": dialect, "tokenize_checked": time.time()}
+    _write_cache(cache)
+
+
+def _kept(cache: dict[str, Any], key: str) -> dict[str, Any]:
+    """The entry's /tokenize finding, which a new window figure keeps."""
+    entry = cache.get(key)
+    if not isinstance(entry, dict):
+        return {}
+    return {k: entry[k] for k in ("tokenize", "tokenize_checked") if k in entry}
 
 
 def resolve_context_length(
@@ -150,7 +181,7 @@ def resolve_context_length(
             return int(entry["context_length"]), str(entry.get("source", "the server")) + " (cached)"
         return _fallback(endpoint, info)
     found, source = ask_server(endpoint)
-    cache[key] = {"context_length": found, "source": source, "checked": time.time()}
+    cache[key] = {**_kept(cache, key), "context_length": found, "source": source, "checked": time.time()}
     _write_cache(cache)
     if found:
         return found, source
@@ -161,7 +192,8 @@ def remember_window(endpoint: Endpoint, window: int, source: str) -> None:
     """A window the server stated in an error (kimi_cli/llm/window.py): the next session starts from it
     instead of the larger figure it had cached or assumed."""
     cache = _read_cache()
-    cache[_cache_key(endpoint)] = {
-        "context_length": int(window), "source": source, "checked": time.time(),
+    key = _cache_key(endpoint)
+    cache[key] = {
+        **_kept(cache, key), "context_length": int(window), "source": source, "checked": time.time(),
     }  # fmt: skip
     _write_cache(cache)

@@ -8,7 +8,9 @@ apply there (kimi_cli/context/request_size.py).
 
 llama-server: {"content": TEXT, "add_special": false} -> {"tokens": [...]}.
 vLLM:         {"model": M, "prompt": TEXT, "add_special_tokens": false} -> {"count": N, "tokens": [...]}.
-The first call finds which one the server speaks; a server that speaks neither is not asked again.
+The first call finds which one the server speaks; a server that speaks neither is not asked again, in this
+process or, for a week, in the next (~/.kimi/endpoints.json, kimi_cli/llm/endpoint_info.py): a plain
+OpenAI-compatible API otherwise costs every start two round trips before its first request.
 
 A whole request, as the server's chat template renders it (`count_request`), is counted only where no
 reported usage covers the history (the first request, the one after a compaction): llama-server's
@@ -24,6 +26,7 @@ import hashlib
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from kimi_cli.util import jsonsafe
@@ -40,7 +43,17 @@ def digest(text: str) -> bytes:
 class ServerTokenizer:
     """Counts text with the server's tokenizer, or says it cannot (None)."""
 
-    def __init__(self, base_url: str, api_key: str, model: str, timeout: float = TIMEOUT) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        timeout: float = TIMEOUT,
+        dialect: str | None = None,
+        found: Callable[[str], None] | None = None,
+    ) -> None:
+        """`dialect`: what an earlier process found ("llama", "vllm", or "" for neither); `found` is told
+        what this one finds, where the answers were definite (a 401, a 5xx or no answer is not)."""
         root = base_url.rstrip("/")
         from kimi_cli.util.redact import without_user_info
 
@@ -49,8 +62,10 @@ class ServerTokenizer:
         self.api_key = api_key
         self.model = model
         self.timeout = timeout
-        self.dialect: str | None = None  # "llama" | "vllm" once known; "" once the server answered neither
+        self.dialect: str | None = dialect  # "llama" | "vllm" once known; "" once the server answered neither
+        self.found = found
         self.failures = 0
+        self._unsure = False  # an answer this process got said nothing of /tokenize (401, 403, 429, 5xx)
         self.asked = 0  # requests made (tests and the debug log: cached blocks are not asked again)
         self._cache: dict[bytes, int] = {}
         self._renders_tools: bool | None = None
@@ -113,11 +128,19 @@ class ServerTokenizer:
                 return None  # no answer at all: the next block asks again (up to MAX_FAILURES)
             found = _count_of(answer)
             if found is not None:
+                if self.dialect is None:
+                    self._tell(dialect)
                 self.dialect = dialect
                 return found
         if self.dialect is None:
             self.dialect = ""  # it answered, but neither way: no /tokenize here
+            self._tell("")
         return None
+
+    def _tell(self, dialect: str) -> None:
+        if self.found is not None and not (self._unsure and not dialect):
+            with contextlib.suppress(Exception):
+                self.found(dialect)
 
     def _body(self, dialect: str, text: str) -> dict[str, Any]:
         if dialect == "llama":
@@ -137,6 +160,7 @@ class ServerTokenizer:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return jsonsafe.loads(response.read(50_000_000))
         except urllib.error.HTTPError as exc:
+            self._unsure = self._unsure or exc.code in (401, 403, 429) or exc.code >= 500
             with contextlib.suppress(Exception):
                 exc.close()
             return None  # an answer: this dialect (or /tokenize itself) is not spoken here
@@ -159,7 +183,12 @@ def for_endpoint(base_url: str, api_key: str, model: str) -> ServerTokenizer:
     if found is None or found.api_key != api_key:
         if len(_SHARED) > 16:
             _SHARED.clear()
-        found = _SHARED[(base_url, model)] = ServerTokenizer(base_url, api_key, model)
+        from kimi_cli.llm import endpoint_info
+
+        found = _SHARED[(base_url, model)] = ServerTokenizer(
+            base_url, api_key, model, dialect=endpoint_info.known_tokenizer(base_url, model),
+            found=lambda dialect: endpoint_info.remember_tokenizer(base_url, model, dialect),
+        )  # fmt: skip
     return found
 
 

@@ -69,7 +69,8 @@ class Git(Tool[GitParams]):
         import git
 
         from kimi_cli.hostsafe.git.host import SafeGit
-        from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo
+        from kimi_cli.hostsafe.git.location import UnsafeRepository
+        from kimi_cli.hostsafe.git.repo_guard import open_repo
 
         if params.force:
             raise ToolError("refused: forced git operations can destroy work; do it without force")

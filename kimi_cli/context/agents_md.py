@@ -25,7 +25,8 @@ NESTED_NOTE = (
 
 def repo_root(workdir: Path) -> Path:
     """The work tree's top folder, found without running git (kimi_cli.hostsafe.git.host)."""
-    from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo
+    from kimi_cli.hostsafe.git.location import UnsafeRepository
+    from kimi_cli.hostsafe.git.repo_guard import open_repo
 
     try:
         location = open_repo(workdir)

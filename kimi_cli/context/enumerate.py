@@ -38,7 +38,7 @@ def _display(name: bytes | str) -> str:
 
 def list_paths(root: Path) -> list[str]:
     """Tracked plus untracked-but-not-ignored files (git), or a walk with the same rules outside git."""
-    from kimi_cli.hostsafe.git.host import workspace_git  # hardened: the repository's config runs nothing
+    from kimi_cli.hostsafe.git.workspace import workspace_git  # hardened: the repository's config runs nothing
 
     out = workspace_git(root, ["ls-files", "--cached", "--others", "--exclude-standard", "-z"])
     if out is not None and out.returncode == 0:

@@ -43,7 +43,7 @@ def task_mentions(task: str, paths: list[str]) -> tuple[list[str], set[str]]:
 def history(root: Path, limit: int = 300) -> list[tuple[int, list[str]]]:
     """(commit time, files) of recent commits, newest first; [] outside git. Large commits are dropped:
     a reformat or a vendoring touches everything and says nothing about what belongs together."""
-    from kimi_cli.hostsafe.git.host import workspace_git  # hardened: no signature check, no diff driver
+    from kimi_cli.hostsafe.git.workspace import workspace_git  # hardened: no signature check, no diff driver
 
     out = workspace_git(root, ["log", "-n", str(limit), "--name-only", "--format=@@%ct", "--no-renames"], timeout=30)
     if out is None:

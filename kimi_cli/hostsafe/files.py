@@ -10,7 +10,7 @@ SNIFF_BYTES = 8192
 
 
 def is_git_repo(root: Path) -> bool:
-    from kimi_cli.hostsafe.git.host import workspace_git
+    from kimi_cli.hostsafe.git.workspace import workspace_git
 
     out = workspace_git(root, ["rev-parse", "--is-inside-work-tree"], timeout=10)
     return out is not None and out.returncode == 0 and out.stdout.strip() == b"true"
@@ -18,7 +18,7 @@ def is_git_repo(root: Path) -> bool:
 
 def list_files(root: Path) -> list[str]:
     """Workspace-relative paths of files that are not ignored, sorted (git through hostsafe/git/host.py: hardened)."""
-    from kimi_cli.hostsafe.git.host import workspace_git
+    from kimi_cli.hostsafe.git.workspace import workspace_git
 
     if is_git_repo(root):
         out = workspace_git(root, ["ls-files", "--cached", "--others", "--exclude-standard", "-z"])

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from kimi_cli.errors import ConfigError, KimiError
 from kimi_cli.hostsafe.git.host import run_git
-from kimi_cli.hostsafe.git.repo_guard import RepoLocation, UnsafeRepository, note_own_worktree, open_repo
+from kimi_cli.hostsafe.git.location import RepoLocation, UnsafeRepository
+from kimi_cli.hostsafe.git.repo_guard import note_own_worktree, open_repo
 
 BRANCH_PREFIX = "kimi/"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -110,12 +111,12 @@ def create(root: Path, name: str | None = None, base: str = "HEAD") -> Worktree:
 
 
 def _admin_name(location: RepoLocation, path: Path) -> str:
-    from kimi_cli.hostsafe.git.repo_guard import _head
+    from kimi_cli.hostsafe.git.location import read_small
 
     folder = location.common_dir / "worktrees"
     for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
         try:
-            if Path(_head(entry / "gitdir").strip()).resolve() == (path / ".git").resolve():
+            if Path(read_small(entry / "gitdir").strip()).resolve() == (path / ".git").resolve():
                 return entry.name
         except OSError:
             continue

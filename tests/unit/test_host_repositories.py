@@ -14,8 +14,8 @@ import pytest
 from kimi_cli.errors import ConfigError
 from kimi_cli.hostsafe.git import repo_guard
 from kimi_cli.hostsafe.git.backlinks import core_worktree, foreign_link
+from kimi_cli.hostsafe.git.location import UnsafeRepository
 from kimi_cli.hostsafe.git.repo_guard import (
-    UnsafeRepository,
     active_hooks,
     commit_hooks_dir,
     find_repo,

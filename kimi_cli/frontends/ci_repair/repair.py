@@ -19,8 +19,8 @@ from kimi_cli.frontends.ci_repair.failures import counts, failing_tests, trim_fa
 from kimi_cli.frontends.ci_repair.report import step
 from kimi_cli.frontends.ci_repair.results import RepairResult, TestRun, exit_code_of
 from kimi_cli.frontends.headless.output import HeadlessRenderer
-from kimi_cli.hostsafe.git.host import workspace_git
 from kimi_cli.hostsafe.git.state import switch_to_work_branch
+from kimi_cli.hostsafe.git.workspace import workspace_git
 from kimi_cli.llm.costs import Cost, cost_of, rates_for
 from kimi_cli.sandbox.base import ExecResult
 from kimi_cli.session.undo.shadow import ShadowRepo

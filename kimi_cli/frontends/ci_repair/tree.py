@@ -1,7 +1,7 @@
 """The working tree around a ci-repair run: the user's uncommitted changes, a branch of the run's own, files
 the agent made that the fix does not need, and whether the fix commit really holds the fix.
 
-All git here goes through kimi_cli.hostsafe.git.host.workspace_git (no hooks, no repository programs).
+All git here goes through kimi_cli.hostsafe.git.workspace.workspace_git (no hooks, no repository programs).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from kimi_cli.errors import ConfigError
-from kimi_cli.hostsafe.git.host import workspace_git
+from kimi_cli.hostsafe.git.workspace import workspace_git
 
 STASH_MESSAGE = "kimi ci-repair: the changes you had not committed"
 

@@ -18,22 +18,18 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from kimi_cli.hostsafe.git.hardening import HARDENING, base_env, config_parameters
+from kimi_cli.hostsafe.git.location import RepoLocation, read_small
 from kimi_cli.kernel.contain import inside
-
-if TYPE_CHECKING:
-    from kimi_cli.hostsafe.git.repo_guard import RepoLocation
 
 WHY = "a cloned or downloaded folder can aim kimi's git at another of your repositories this way"
 
 
 def _link_file(path: Path) -> Path | None:
     """The folder a worktree's `gitdir` file names (relative to its own folder), or None."""
-    from kimi_cli.hostsafe.git.repo_guard import _head
-
     try:
-        raw = _head(path).strip()
+        raw = read_small(path).strip()
     except OSError:
         return None
     return (path.parent / raw).resolve() if raw else None
@@ -42,7 +38,7 @@ def _link_file(path: Path) -> Path | None:
 def core_worktree(git_dir: Path) -> Path | None:
     """`core.worktree` from the git dir's own config file (no includes), resolved as git does: relative to
     the git dir."""
-    from kimi_cli.hostsafe.git.host import HARDENING, base_env, config_parameters, spawn
+    from kimi_cli.hostsafe.git.host import spawn
 
     env = base_env()
     env["GIT_CONFIG_PARAMETERS"] = config_parameters(HARDENING)

@@ -1,9 +1,10 @@
 """Host git in a Landlock domain of its own: it may execute only git, and write only where its work is.
 
-The second layer under host.py's config overrides. Those name every key we know that starts a program,
-and neutralise the filter drivers the config declares right before each call; a writer racing that read,
-or a key no list knows, would still meet this: the kernel refuses to execute anything but git (its binary,
-its exec path and its loader) and to write outside the repository and the workspace.
+The second layer under host git's config overrides (hardening.py's, and host.py's for filter drivers). Those
+name every key we know that starts a program, and neutralise the filter drivers the config declares right
+before each call; a writer racing that read, or a key no list knows, would still meet this: the kernel refuses
+to execute anything but git (its binary, its exec path and its loader) and to write outside the repository and
+the workspace.
 
 Landlock and no_new_privs belong to a thread, and a child inherits its creator's: so each call runs on a
 fresh thread that enters the domain, starts git, waits and ends. kimi's other threads are untouched and
@@ -20,6 +21,9 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
+
+from kimi_cli.hostsafe.git.hardening import base_env
+from kimi_cli.hostsafe.git.pin import is_pinned
 
 T = TypeVar("T")
 PT_INTERP = 3
@@ -45,18 +49,12 @@ def _programs_of(git: str | None) -> tuple[tuple[str, bool], ...]:
         found.append((os.path.realpath(interp), False))
     try:
         exec_path = subprocess.run([git, "--exec-path"], capture_output=True, text=True, timeout=10, cwd="/",
-                                   env=_plain_env()).stdout.strip()  # fmt: skip
+                                   env=base_env()).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         exec_path = ""
     if exec_path and os.path.isdir(exec_path):
         found.append((os.path.realpath(exec_path), True))
     return tuple(found)
-
-
-def _plain_env() -> dict[str, str]:
-    from kimi_cli.hostsafe.git.host import base_env
-
-    return base_env()
 
 
 def _interpreter(binary: str) -> str | None:
@@ -107,7 +105,7 @@ def _available_with(git: str | None) -> bool:
         return False
     try:
         probe = [git, "--version"]
-        out = _confined(lambda: subprocess.run(probe, capture_output=True, timeout=10, cwd="/", env=_plain_env()), ())
+        out = _confined(lambda: subprocess.run(probe, capture_output=True, timeout=10, cwd="/", env=base_env()), ())
     except (OSError, subprocess.SubprocessError, RuntimeError):
         return False
     return out.returncode == 0
@@ -124,7 +122,6 @@ def run_confined(call: Callable[[], T], writable: Iterable[Path | str]) -> T:
 def _confined(call: Callable[[], T], writable: Iterable[Path | str]) -> T:
     abi = _abi()
     programs = _git_programs()
-    from kimi_cli.hostsafe.git.pin import is_pinned
     from kimi_cli.kernel.restrict import create_ruleset, enter_domain
     from kimi_cli.kernel.rights import EXECUTE, IOCTL_DEV, READ_DIR, READ_FILE, TRUNCATE, WRITE_FILE, fs_rights_for_abi
 

@@ -7,7 +7,7 @@ programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.
 
 - runs with a fixed set of command-scope overrides (`GIT_CONFIG_PARAMETERS`, what `git -c` uses, which beats
   repository config and reaches the child gits of submodules), an environment that names no helper, and no
-  system config;
+  system config (kimi_cli.hostsafe.git.hardening);
 - neutralises each `filter.<name>` driver the config declares, read right before the call (driver names
   cannot be enumerated in advance);
 - gets `--no-ext-diff --no-textconv` where git would otherwise run diff drivers (`diff`, `log`, `show`);
@@ -16,7 +16,8 @@ programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.
   descriptors of the folders open_repo checked (kimi_cli.hostsafe.git.pin), so that a `.git` swapped for a link
   meanwhile cannot send git, or confine.py's write grant, into another repository;
 - refuses a repository whose links changed since the session started, or that belongs to another user
-  (kimi_cli.hostsafe.git.repo_guard: open_repo finds the repository, this module runs git in it).
+  (kimi_cli.hostsafe.git.repo_guard: open_repo finds the repository, this module runs git in it;
+  kimi_cli.hostsafe.git.workspace does both, for callers that want git's answer or nothing).
 
 With `[git] allow_hooks = true`, commit hooks run, but only the hook files seen when the session started:
 their content is kept then and written into a private folder for each commit (see `commit_hooks_dir`).
@@ -30,75 +31,17 @@ import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kimi_cli.hostsafe.git import pin as git_pin
-from kimi_cli.hostsafe.git import repo_guard
+from kimi_cli.hostsafe.git.confine import run_confined
+from kimi_cli.hostsafe.git.hardening import HARDENING, base_env, config_parameters
+from kimi_cli.hostsafe.git.location import RepoLocation
 from kimi_cli.hostsafe.git.pin import Pinned, is_pinned
-from kimi_cli.hostsafe.secrets import ALL_KEY_VARIABLES, without_keys
+from kimi_cli.hostsafe.secrets import ALL_KEY_VARIABLES
 
-if TYPE_CHECKING:
-    from kimi_cli.hostsafe.git.repo_guard import RepoLocation
+__all__ = ["SafeGit", "repo_env", "run_git", "spawn"]
 
-__all__ = ["HARDENING", "SafeGit", "base_env", "repo_env", "run_git", "spawn", "workspace_git"]
-
-# Command-scope config for every host git call. /dev/null as the hooks folder: nobody can create a file
-# inside it, so no hook is ever found there (a directory could be written to, by someone, some day).
-HARDENING: tuple[tuple[str, str], ...] = (
-    ("core.hooksPath", "/dev/null"),
-    ("core.fsmonitor", "false"),
-    ("core.untrackedCache", "false"),
-    ("core.askPass", ""),
-    ("core.pager", "cat"),
-    ("core.editor", ":"),
-    ("sequence.editor", ":"),
-    ("core.sshCommand", "false"),
-    ("core.gitProxy", ""),
-    ("credential.helper", ""),  # an empty value empties the helper list
-    ("log.showSignature", "false"),
-    ("log.mailmap", "false"),
-    ("commit.gpgSign", "false"),
-    ("tag.gpgSign", "false"),
-    ("push.gpgSign", "false"),
-    ("gpg.program", "false"),
-    ("gpg.openpgp.program", "false"),
-    ("gpg.x509.program", "false"),
-    ("gpg.ssh.program", "false"),
-    ("gpg.ssh.defaultKeyCommand", ""),
-    ("protocol.file.allow", "user"),
-    ("protocol.ext.allow", "never"),
-    ("submodule.recurse", "false"),
-    ("status.submoduleSummary", "false"),
-    ("diff.ignoreSubmodules", "dirty"),  # do not run `git status` inside submodules (their config is theirs)
-    ("gc.auto", "0"),
-    ("maintenance.auto", "false"),
-    ("color.ui", "never"),
-    ("safe.bareRepository", "explicit"),
-)
-# Environment that beats config for programs git may start. GIT_EDITOR ":" is special-cased by git: no exec.
-HARDENED_ENV: dict[str, str] = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_ATTR_NOSYSTEM": "1",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_ASKPASS": "",
-    "SSH_ASKPASS": "",
-    "GIT_PAGER": "cat",
-    "PAGER": "cat",
-    "GIT_EDITOR": ":",
-    "GIT_SEQUENCE_EDITOR": ":",
-    "GIT_SSH_COMMAND": "false",
-    "GIT_SSH": "false",
-    "GIT_PROTOCOL_FROM_USER": "0",
-    "GIT_NO_REPLACE_OBJECTS": "1",
-    "GIT_OPTIONAL_LOCKS": "0",
-    # No transport at all (kimi never fetches or pushes): a partial clone's promisor remote would otherwise
-    # fetch missing objects on `show`/`diff`, from a URL and through an `http.proxy` the repository names, with
-    # the user's ~/.netrc credentials for that host. An empty list allows no protocol, helpers included.
-    "GIT_ALLOW_PROTOCOL": "",
-}
-# The user's own identity variables survive; every other GIT_* variable (GIT_DIR, GIT_EXTERNAL_DIFF, ...) goes.
-KEEP_ENV = {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
-            "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_CONFIG_GLOBAL"}  # fmt: skip
 # Porcelain that runs diff drivers and textconv unless told not to.
 DIFF_PORCELAIN = {"diff", "log", "show", "whatchanged"}
 DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
@@ -106,27 +49,6 @@ FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$", re.I
 # A repository's own info/attributes with exactly this content runs no filter driver and converts nothing, for
 # any path (see conversions_off).
 NO_CONVERSION_ATTRIBUTES = b"* -filter -text -eol -crlf -ident -working-tree-encoding\n"
-
-
-def _sq(value: str) -> str:
-    return "'" + value.replace("'", "'\\''") + "'"
-
-
-def config_parameters(pairs: Iterable[tuple[str, str]]) -> str:
-    """GIT_CONFIG_PARAMETERS in the `'key'='value'` form git itself writes for `git -c`."""
-    return " ".join(f"{_sq(k)}={_sq(v)}" for k, v in pairs)
-
-
-def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The process environment without GIT_* variables (the identity ones stay), plus the hardened ones."""
-    from kimi_cli.hostsafe.programs import trusted_path
-
-    src = os.environ if environ is None else environ
-    # Git never needs kimi's API key; an allowed hook (and whatever project code it runs) must not get it either.
-    env = {k: v for k, v in without_keys(src).items() if not k.startswith("GIT_") or k in KEEP_ENV}
-    env.update(HARDENED_ENV)
-    env["PATH"] = trusted_path(src.get("PATH", os.defpath))  # no folder a sandboxed command can write
-    return env
 
 
 def git_program(roots: Iterable[Path | str] = ()) -> str:
@@ -179,8 +101,6 @@ def spawn(
 ) -> subprocess.CompletedProcess[bytes]:
     """The one place host git starts: inside confine.py's Landlock domain (execute only git, write only
     beneath `writable`) where the kernel has Landlock. `fds` are passed to git (a pinned repository's)."""
-    from kimi_cli.hostsafe.git.confine import run_confined
-
     writable = list(writable)
     roots = [p for p in (*writable, *(env[k] for k in ("GIT_WORK_TREE",) if env.get(k))) if not is_pinned(p)]
     argv = [git_program(roots) if argv[0] == "git" else argv[0], *argv[1:]]
@@ -295,22 +215,6 @@ def run_git(
         return spawn(["git", *safe_args(args)], env, cwd, writable, input=input, timeout=timeout, fds=fds)
 
 
-def workspace_git(
-    workspace: Path, args: Sequence[str], *, timeout: float | None = 120, input: bytes | None = None
-) -> subprocess.CompletedProcess[bytes] | None:
-    """`git ARGS` in the workspace's repository; None outside git or when the repository is refused."""
-    try:
-        location = repo_guard.open_repo(workspace)
-    except (repo_guard.UnsafeRepository, OSError):
-        return None
-    if location is None:
-        return None
-    try:
-        return run_git(args, workspace, location, timeout=timeout, input=input)
-    except (repo_guard.UnsafeRepository, OSError, subprocess.TimeoutExpired):
-        return None
-
-
 class SafeGit:
     """gitpython's command runner (`repo.git.status(...)` style) with the hardened environment on every call.
 
@@ -370,8 +274,6 @@ class SafeGit:
             env.pop("GIT_ALLOW_PROTOCOL", None)
             env.update({k: v for k, v in os.environ.items() if k == "GIT_ALLOW_PROTOCOL"})
             return self._git.execute(argv, env=env, **kwargs)
-        from kimi_cli.hostsafe.git.confine import run_confined
-
         writable = (*roots, pinned.git_dir, pinned.common_dir)
         env["PATH"] = trusted_path_for(env, roots)
         return run_confined(lambda: self._git.execute(argv, env=env, pass_fds=pinned.fds, **kwargs), writable)

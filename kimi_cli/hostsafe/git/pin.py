@@ -27,10 +27,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from kimi_cli.hostsafe.git.repo_guard import RepoLocation
+from kimi_cli.hostsafe.git.location import RepoLocation, UnsafeRepository
 
 DirId = tuple[int, int]  # (st_dev, st_ino)
 PINNED_PATH = re.compile(r"^/proc/self/fd/(\d+)$")
@@ -43,8 +41,6 @@ def is_pinned(path: Path | str) -> bool:
 
 
 def _refused(path: Path, why: str) -> Exception:
-    from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository
-
     return UnsafeRepository(
         f"refused to run git: {path} {why} (a command may be swapping .git while kimi works: kimi would follow it "
         "into another repository). Nothing was run. If you changed .git yourself, start a new session."

@@ -27,15 +27,16 @@ from pathlib import Path
 
 from kimi_cli.hostsafe.git import pin as git_pin
 from kimi_cli.hostsafe.git.backlinks import foreign_link
+from kimi_cli.hostsafe.git.hardening import HARDENING, base_env, config_parameters
+from kimi_cli.hostsafe.git.location import RepoLocation, UnsafeRepository, read_small
 from kimi_cli.kernel.contain import inside
 
 HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-merge-commit",
               "post-rewrite", "reference-transaction", "post-index-change")  # fmt: skip
 MAX_HOOK_BYTES = 1024 * 1024
-MAX_LINK_BYTES = 64 * 1024  # a `.git` file, commondir or gitdir holds one path
 MAX_ALTERNATES_BYTES = 1024 * 1024
-# Repository settings that name a program git would run: for the warning (host.py overrides or neutralises
-# them all, and confine.py stops the rest) and for the sandbox, which removes those a command added to a
+# Repository settings that name a program git would run: for the warning (hardening.py and host.py override or
+# neutralise them all, and confine.py stops the rest) and for the sandbox, which removes those a command added to a
 # repository (kimi_cli/sandbox/guard/repo_scrub.py). Includes count: what they bring in is not looked at.
 PROGRAM_KEY = re.compile(
     r"^(core\.(fsmonitor|hookspath|pager|editor|sshcommand|askpass|gitproxy|alternaterefscommand)|sequence\.editor"
@@ -63,39 +64,9 @@ def names_program(key: str, value: str | None) -> bool:
     return not BANG_ONLY.match(key) or (value or "").lstrip().startswith("!")
 
 
-class UnsafeRepository(Exception):
-    """The repository points somewhere it did not at session start; kimi will not run git on it."""
-
-
-@dataclass(frozen=True)
-class RepoLocation:
-    """A repository as found on disk: the work tree, this tree's git dir, the common dir, and where its
-    links lead (`kind -> target`) when that is outside the workspace's own `.git` folder.
-
-    `via` says how `.git` led to the git dir ("gitfile", "symlink", or "" for a folder); open_repo adds the
-    identities (device, inode) of the git dir and common dir it checked, which each spawn verifies."""
-
-    work_tree: Path
-    git_dir: Path
-    common_dir: Path
-    links: frozenset[str] = frozenset()
-    via: str = ""
-    workspace: Path | None = None
-    git_dir_id: tuple[int, int] | None = None
-    common_dir_id: tuple[int, int] | None = None
-
-
-def _head(path: Path, limit: int = MAX_LINK_BYTES, follow: bool = True) -> str:
-    """The start of a small git file (`.git`, commondir, gitdir, alternates): a command may have made it a
-    sparse file of 100 GB, and reading it whole would take kimi's memory with it."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    with os.fdopen(os.open(path, flags), "rb") as fh:
-        return fh.read(limit).decode(errors="replace")
-
-
 def _read_gitfile(dot_git: Path) -> Path | None:
     try:
-        text = _head(dot_git, follow=False).strip()
+        text = read_small(dot_git, follow=False).strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
@@ -109,7 +80,7 @@ def _is_git_dir(path: Path) -> bool:
     commondir = path / "commondir"
     if commondir.is_file():
         try:
-            raw = _head(commondir).strip()
+            raw = read_small(commondir).strip()
         except OSError:
             return False
         common = (path / raw).resolve() if raw else path
@@ -158,13 +129,13 @@ def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> Repo
     common = git_dir
     commondir = git_dir / "commondir"
     if commondir.is_file():
-        raw = _head(commondir).strip()
+        raw = read_small(commondir).strip()
         common = (git_dir / raw).resolve()
         note("commondir", common)
     for objects in {git_dir / "objects", common / "objects"}:
         alternates = objects / "info" / "alternates"
         if alternates.is_file():
-            for line in _head(alternates, MAX_ALTERNATES_BYTES).splitlines():
+            for line in read_small(alternates, MAX_ALTERNATES_BYTES).splitlines():
                 line = line.strip()
                 if line and not line.startswith("#"):
                     note("objects/info/alternates", (objects / line).resolve())
@@ -173,7 +144,7 @@ def _located(work_tree: Path, git_dir: Path, workspace: Path, kind: str) -> Repo
         for entry in sorted(worktrees.iterdir()):
             link = entry / "gitdir"
             if link.is_file():
-                raw = _head(link).strip()
+                raw = read_small(link).strip()
                 note(f"worktree {entry.name}", (entry / raw).resolve())
     return RepoLocation(work_tree, git_dir, common, frozenset(links), kind, workspace)
 
@@ -228,7 +199,7 @@ def note_own_worktree(workspace: Path, name: str, target: Path) -> None:
 
 def program_settings(location: RepoLocation) -> frozenset[str]:
     """The repository's own settings (local and worktree config, includes followed) that name a program."""
-    from kimi_cli.hostsafe.git.host import HARDENING, base_env, config_parameters, spawn
+    from kimi_cli.hostsafe.git.host import spawn
 
     env = base_env()
     env.update(GIT_DIR=str(location.git_dir), GIT_WORK_TREE=str(location.work_tree))
@@ -301,7 +272,7 @@ def _foreign_owner(location: RepoLocation) -> str | None:
             continue
     if owners <= allowed:
         return None
-    from kimi_cli.hostsafe.git.host import base_env, spawn
+    from kimi_cli.hostsafe.git.host import spawn
 
     listed: list[str] = []
     env = base_env()
@@ -321,7 +292,7 @@ def _foreign_owner(location: RepoLocation) -> str | None:
 
 def _hooks_folder(location: RepoLocation) -> Path:
     """Where git would look for hooks: core.hooksPath from the repository's own config, else hooks/."""
-    from kimi_cli.hostsafe.git.host import HARDENING, base_env, config_parameters, spawn
+    from kimi_cli.hostsafe.git.host import spawn
 
     env = base_env()
     env.update(GIT_DIR=str(location.git_dir), GIT_WORK_TREE=str(location.work_tree))

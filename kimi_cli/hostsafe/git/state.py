@@ -11,7 +11,8 @@ from typing import Any
 
 from kimi_cli.errors import ConfigError, KimiError
 from kimi_cli.hostsafe.git.host import run_git
-from kimi_cli.hostsafe.git.repo_guard import RepoLocation, UnsafeRepository, open_repo
+from kimi_cli.hostsafe.git.location import RepoLocation, UnsafeRepository
+from kimi_cli.hostsafe.git.repo_guard import open_repo
 
 
 def _git(root: Path, location: RepoLocation, *args: str) -> tuple[int, str, str]:

@@ -67,7 +67,8 @@ class Unchecked(OSError):
 def list_config(data: bytes) -> list[Entry] | None:
     """A config file's entries as git reads them (no include followed); None when git refuses the text (the
     user's git refuses it too, so it runs nothing); Unchecked when git could not be asked."""
-    from kimi_cli.hostsafe.git.host import base_env, spawn
+    from kimi_cli.hostsafe.git.hardening import base_env
+    from kimi_cli.hostsafe.git.host import spawn
 
     env = {**base_env(), "GIT_CEILING_DIRECTORIES": "/"}
     try:

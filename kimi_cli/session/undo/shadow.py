@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kimi_cli.hostsafe.git.host import NO_CONVERSION_ATTRIBUTES, run_git
-from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo
+from kimi_cli.hostsafe.git.location import UnsafeRepository
+from kimi_cli.hostsafe.git.repo_guard import open_repo
 from kimi_cli.session.undo.files import (
     GITLINK,
     TreeEntry,

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import backends, local_shell
 
-from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, open_repo, remember_session_start
+from kimi_cli.hostsafe.git.location import UnsafeRepository
+from kimi_cli.hostsafe.git.repo_guard import open_repo, remember_session_start
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity
 from kimi_cli.tools.registry import ToolRegistry

@@ -19,7 +19,8 @@ from sandbox_fixtures import backends, local_shell
 
 from kimi_cli.hostsafe.git import confine as git_confine
 from kimi_cli.hostsafe.git.host import run_git
-from kimi_cli.hostsafe.git.repo_guard import UnsafeRepository, find_repo, open_repo, remember_session_start
+from kimi_cli.hostsafe.git.location import UnsafeRepository
+from kimi_cli.hostsafe.git.repo_guard import find_repo, open_repo, remember_session_start
 from kimi_cli.session.undo.shadow import ShadowRepo
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity

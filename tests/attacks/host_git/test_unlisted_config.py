@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from kimi_cli.hostsafe.git import confine as git_confine
-from kimi_cli.hostsafe.git.host import workspace_git
 from kimi_cli.hostsafe.git.repo_guard import remember_session_start
+from kimi_cli.hostsafe.git.workspace import workspace_git
 from kimi_cli.session.undo.shadow import ShadowRepo
 from kimi_cli.tools.base import ToolContext
 from kimi_cli.tools.git_tool import Git, GitIdentity

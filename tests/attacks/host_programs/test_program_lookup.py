@@ -23,8 +23,8 @@ import pytest
 from sandbox_fixtures import backends
 
 from kimi_cli.hostsafe.git import confine as git_confine
-from kimi_cli.hostsafe.git.host import workspace_git
 from kimi_cli.hostsafe.git.repo_guard import remember_session_start
+from kimi_cli.hostsafe.git.workspace import workspace_git
 from kimi_cli.hostsafe.programs import host_which, trusted_path
 from kimi_cli.session.undo.shadow import ShadowRepo
 from kimi_cli.tools.base import ToolContext

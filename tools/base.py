@@ -19,7 +19,7 @@ from kimi_cli.tools.schema import function_schema
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from kimi_cli.media.pipeline import ImageLimits
+    from kimi_cli.media.image import ImageLimits
     from kimi_cli.tools.editor_files import EditorFiles
     from kimi_cli.tools.file_lock import FileLocks
     from kimi_cli.tools.workspace import Workspace

@@ -7,7 +7,8 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.media.pipeline import MAX_IMAGE_BYTES, ImageLimits, Prepared, prepare
+from kimi_cli.media.image import ImageLimits, Prepared
+from kimi_cli.media.pipeline import MAX_IMAGE_BYTES, prepare
 from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
 from kimi_cli.tools.workspace import Workspace
 

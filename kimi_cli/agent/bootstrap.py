@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from kimi_cli.extensions.hooks.session import HookSession
     from kimi_cli.extensions.lsp.manager import LspManager
     from kimi_cli.extensions.skills.loader import Skill
-    from kimi_cli.media.pipeline import ImageLimits
+    from kimi_cli.media.image import ImageLimits
     from kimi_cli.telemetry import SessionTelemetry
     from kimi_cli.tools.background import TaskManager
     from kimi_cli.tools.base import Tool
@@ -211,7 +211,7 @@ class Runtime:
     def image_limits(self) -> ImageLimits:
         """How images are sized for the model in use: its long-edge bound ([images] long_edge overrides it),
         its patch size and its request cap."""
-        from kimi_cli.media.pipeline import limits_for
+        from kimi_cli.media.image import limits_for
 
         return limits_for(self.info(), self.config.images.long_edge)
 

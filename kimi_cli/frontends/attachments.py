@@ -24,7 +24,7 @@ from typing import Any
 
 from kimi_cli.errors import ConfigError
 from kimi_cli.llm.types import Message
-from kimi_cli.media.pipeline import ImageLimits, Prepared
+from kimi_cli.media.image import ImageLimits, Prepared
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif")  # the names an attachment may have
 IMAGE_REF = re.compile(

@@ -16,9 +16,10 @@ import threading
 from typing import Any
 
 from kimi_cli.media.headers import Header
-from kimi_cli.media.pipeline import MIN_LONG_EDGE, ImageError, ImageLimits, Prepared, pixel_cap
+from kimi_cli.media.image import ImageError, ImageLimits, Prepared, pixel_cap
 
 JPEG_QUALITIES = (85, 70, 50)
+MIN_LONG_EDGE = 256  # shrinking to fit the request cap stops here
 ENCODED_INFO = ("transparency", "icc_profile")  # what a re-encoded picture keeps of its original's info
 RESAMPLED = ("RGB", "RGBA", "L", "LA")  # modes LANCZOS scaling takes as they are
 PREMULTIPLIED = {"RGBA": "RGBa", "LA": "La"}  # what Pillow scales transparent pictures in (its own copy, else)

@@ -16,11 +16,9 @@ import pytest
 from PIL import Image
 
 from kimi_cli.context.compaction import compacted_history
+from kimi_cli.media.image import ImageError, ImageLimits, image_tokens
 from kimi_cli.media.pipeline import (
-    ImageError,
-    ImageLimits,
     dimensions,
-    image_tokens,
     message_tokens,
     prepare,
     prepare_data_url,

@@ -73,7 +73,8 @@ def sized_image(mime_type: str | None, data_b64: str, limits: Any) -> tuple[str 
     """(mime, base64) of an MCP image after the pipeline: downscaled to the model's bound. Data that is not
     a picture the pipeline can read, or too big to decode, goes on unchanged to the caps, which judge it."""
     from kimi_cli.extensions.mcp.result_limits import decoded_size
-    from kimi_cli.media.pipeline import ImageError, ImageLimits, prepare
+    from kimi_cli.media.image import ImageError, ImageLimits
+    from kimi_cli.media.pipeline import prepare
 
     if not data_b64 or decoded_size(data_b64) > PIPELINE_MAX_BYTES:
         return mime_type, data_b64

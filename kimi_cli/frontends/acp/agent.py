@@ -279,7 +279,8 @@ def _modes(current: str) -> Any:
 
 def _user_message(blocks: list[Any], limits: Any = None) -> dict[str, Any]:
     """The prompt's blocks as one user message; images sized for the model (kimi_cli.media.pipeline)."""
-    from kimi_cli.media.pipeline import ImageError, ImageLimits, prepare_data_url
+    from kimi_cli.media.image import ImageError, ImageLimits
+    from kimi_cli.media.pipeline import prepare_data_url
 
     parts: list[dict[str, Any]] = []
     for block in blocks:

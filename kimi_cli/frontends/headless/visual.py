@@ -80,7 +80,7 @@ class VisualCheck:
     limits: Any  # ImageLimits of the model in use
     chromium: str
     save_dir: Path
-    reference: Any = None  # the reference picture, prepared (kimi_cli.media.pipeline.Prepared)
+    reference: Any = None  # the reference picture, prepared (kimi_cli.media.image.Prepared)
     reference_name: str = ""
     size: tuple[int, int] = DEFAULT_SIZE
     renders: int = 0
@@ -180,7 +180,8 @@ class VisualCheck:
                 return None
             self._fingerprint = fingerprint
         from kimi_cli.frontends.headless.chromium import RenderError, render
-        from kimi_cli.media.pipeline import ImageError, prepare
+        from kimi_cli.media.image import ImageError
+        from kimi_cli.media.pipeline import prepare
 
         url = self.options.target if self.options.is_url else (self.workdir / self.options.target).as_uri()
         offline = not self.options.is_url and getattr(self.sandbox, "name", "") == "none"

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from kimi_cli.media.pipeline import ImageError, ImageLimits, dimensions, prepare
+from kimi_cli.media.image import ImageError, ImageLimits
+from kimi_cli.media.pipeline import dimensions, prepare
 
 from scripted_server import ScriptedModelServer
 from support import TEST_KEY, kimi_executable, run_for_peak_rss, tool_call, tool_results
@@ -145,7 +146,7 @@ def flat_png(width: int, height: int) -> bytes:
 
 def test_the_cap_is_the_model_tables_and_pillows_own_limit_is_it_as_an_error() -> None:
     from kimi_cli.llm.models import lookup
-    from kimi_cli.media.pipeline import limits_for
+    from kimi_cli.media.image import limits_for
 
     assert limits_for(lookup("kimi-k3.1-pro")).max_pixels == 50_000_000
     tight = ImageLimits(max_pixels=1_000_000)

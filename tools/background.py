@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from kimi_cli.sandbox.base import Sandbox, Started, kill_group
-from kimi_cli.tools.base import ToolError
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.output import cap_text
 
 KEEP_BYTES = 1_000_000  # of each task's output, the latest

@@ -25,10 +25,6 @@ if TYPE_CHECKING:
     from kimi_cli.tools.workspace import Workspace
 
 
-class ToolError(Exception):
-    """A failure the model should read and act on; it becomes the tool result, never a crash."""
-
-
 @dataclass(frozen=True)
 class ToolFacts:
     """What one call may do. `paths` names the files it writes when its arguments say (None: any file)."""

@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.output import cap_text
 
 DIFF_CAP = 40_000

@@ -8,7 +8,8 @@ import fnmatch
 from pydantic import BaseModel, Field
 
 from kimi_cli.hostsafe.files import list_files
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 
 MAX_MATCHES = 1000
 

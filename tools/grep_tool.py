@@ -7,7 +7,8 @@ from collections.abc import Awaitable
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.ripgrep import MAX_LINE_CHARS, RgOutput, find_rg, run_rg
 

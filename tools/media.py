@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 
 from kimi_cli.media.image import ImageLimits, Prepared
 from kimi_cli.media.pipeline import MAX_IMAGE_BYTES, prepare
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.workspace import Workspace
 
 

@@ -10,7 +10,8 @@ from typing import BinaryIO
 from pydantic import BaseModel, Field
 
 from kimi_cli.hostsafe.files import SNIFF_BYTES, looks_binary
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.read_roots import granted
 
 MAX_LINE_CHARS = 2000

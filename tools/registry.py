@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from kimi_cli.tools.base import NOTHING, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import NOTHING, Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 
 READ_GROUP = "read"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kimi_cli.sandbox.base import kill_group
-from kimi_cli.tools.base import ToolError
+from kimi_cli.tools.errors import ToolError
 
 MAX_LINE_CHARS = 500  # each output line is cut here
 INSTALL_HINT = (

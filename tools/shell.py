@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 from kimi_cli.approval.policy import CallApproval
 from kimi_cli.sandbox.base import Sandbox
 from kimi_cli.tools.background import TaskManager
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 
 
 class ShellApprover(Protocol):

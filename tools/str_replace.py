@@ -9,7 +9,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field, model_validator
 
 from kimi_cli.hostsafe.files import looks_binary
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.file_lock import file_lock
 from kimi_cli.tools.write_file import diff_display
 

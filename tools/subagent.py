@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import READS, Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import READS, Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 
 Spawn = Callable[..., Awaitable[tuple[str, dict[str, Any]]]]  # (task, kind, files, isolation=None)
 MAX_CONCURRENT = 4

@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from kimi_cli.approval.policy import CallApproval
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.output import cap_text
 from kimi_cli.util import jsonsafe
 from kimi_cli.web.addresses import host_matches

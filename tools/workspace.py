@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from kimi_cli.kernel.contain import below, inside
-from kimi_cli.tools.base import ToolError
+from kimi_cli.tools.errors import ToolError
 
 
 class Workspace:

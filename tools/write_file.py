@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.file_lock import file_lock
 
 DIFF_MAX_BYTES = 2 * 1024 * 1024  # an existing file larger than this is not read back for the diff

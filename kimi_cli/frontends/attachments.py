@@ -105,7 +105,7 @@ def read_attachment(item: Attachment, cwd: Path) -> bytes:
             raise ConfigError(f"cannot attach image: image not found: {item.shown}") from None
         except OSError as exc:
             raise ConfigError(f"cannot attach image: cannot read image {item.shown}: {exc.strerror}") from None
-    from kimi_cli.tools.base import ToolError
+    from kimi_cli.tools.errors import ToolError
     from kimi_cli.tools.media import read_workspace_image
     from kimi_cli.tools.workspace import Workspace
 

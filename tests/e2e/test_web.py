@@ -209,7 +209,8 @@ def test_a_redirect_to_an_allowed_host_is_followed(
 def test_an_interactive_session_is_asked_again_at_a_hop_to_another_host(answer: str, site: str) -> None:
     from kimi_cli.approval.engine import Approver
     from kimi_cli.approval.rules import Rules
-    from kimi_cli.tools.base import ToolContext, ToolError
+    from kimi_cli.tools.base import ToolContext
+    from kimi_cli.tools.errors import ToolError
     from kimi_cli.tools.web import FetchURL
     from kimi_cli.tools.workspace import Workspace
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kimi_cli.extensions.lsp.diagnostics import Diag, column_to_utf16, listing, utf16_to_column
 from kimi_cli.extensions.lsp.protocol import uri_of
 from kimi_cli.extensions.lsp.servers import LANGUAGES, SUFFIXES, language_of
-from kimi_cli.tools.base import ToolError
+from kimi_cli.tools.errors import ToolError
 
 if TYPE_CHECKING:
     from kimi_cli.extensions.lsp.client import LanguageServer

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict
 from kimi_cli.approval.policy import CallApproval
 from kimi_cli.extensions.mcp.config import ServerConfig
 from kimi_cli.extensions.mcp.manager import McpError, McpManager
-from kimi_cli.tools.base import Tool, ToolContext, ToolError, ToolFacts, ToolResult
+from kimi_cli.tools.base import Tool, ToolContext, ToolFacts, ToolResult
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.output import cap_text
 from kimi_cli.tools.schema import convert_parameters
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kimi_cli.hostsafe.protected import protected_part, refusal
 from kimi_cli.kernel.contain import below
-from kimi_cli.tools.base import ToolError
+from kimi_cli.tools.errors import ToolError
 
 
 def check_editor_write(root: Path, path: Path) -> None:

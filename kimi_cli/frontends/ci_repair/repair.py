@@ -176,7 +176,7 @@ def _changed_files(root: Path, written: list[str]) -> tuple[list[str], list[str]
 
 async def _commit(runtime: Runtime, result: RepairResult, ctx: ToolContext) -> str | None:
     """Commit through the Git tool, with the configured identity (or a bot identity where git has none)."""
-    from kimi_cli.tools.base import ToolError
+    from kimi_cli.tools.errors import ToolError
 
     cfg = runtime.config.git
     name, email = cfg.author_name, cfg.author_email

@@ -18,7 +18,8 @@ from swapper import start_swapper, stop_swapper
 
 from kimi_cli.agent.toolbox import default_tools
 from kimi_cli.hostsafe import fs as safe_fs
-from kimi_cli.tools.base import ToolContext, ToolError
+from kimi_cli.tools.base import ToolContext
+from kimi_cli.tools.errors import ToolError
 from kimi_cli.tools.grep_tool import Grep, GrepParams
 from kimi_cli.tools.workspace import Workspace
 

@@ -113,7 +113,7 @@ def test_the_table_matches_any_depth_and_case_and_nothing_that_only_looks_alike(
 
 def test_acp_editor_writes_use_the_same_table(tmp_path: Path) -> None:
     from kimi_cli.frontends.acp.fs_guard import check_editor_write
-    from kimi_cli.tools.base import ToolError
+    from kimi_cli.tools.errors import ToolError
 
     (tmp_path / "x").mkdir()
     check_editor_write(tmp_path, tmp_path / "x" / "my.git.txt")

@@ -260,6 +260,23 @@ class Config(_Strict):
     )  # [[hooks.EVENT]]: read per file by kimi_cli.extensions.hooks.config
 
 
+def default_of(pattern: str) -> Any:
+    """kimi's own default for a setting, by its dotted name (`*`: any key of a table of tables); None where
+    there is none (the model table decides). What trust compares a folder's limits with
+    (kimi_cli.hostsafe.trust_rules.Defaults, handed down by kimi_cli.extensions.hand_down_to_trust)."""
+    import typing
+
+    model: Any = Config
+    info: Any = None
+    for part in pattern.split("."):
+        if part == "*":
+            model = typing.get_args(info.annotation)[1]
+            continue
+        info = model.model_fields[part]
+        model = info.annotation
+    return info.get_default(call_default_factory=True)
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where requests go: the resolved provider, URL, model and key."""

@@ -65,6 +65,9 @@ def main() -> None:
 
             help_cache.render_and_store(sys.argv[1:], run)
         return
+    from kimi_cli.extensions import hand_down_to_trust
+
+    hand_down_to_trust()  # the extensions' folder readers and kimi's defaults, for folder trust (hostsafe)
     if len(sys.argv) > 1 and sys.argv[1] in FAST_COMMANDS and not HELP.intersection(sys.argv[2:]):
         try:
             code = FAST_COMMANDS[sys.argv[1]](sys.argv[2:])

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import net_rig, rig  # noqa: F401  (the sandbox tests' rigs)
 
+from kimi_cli.extensions import hand_down_to_trust
+
 from llama_support import llama_server  # noqa: F401  (module-scoped: one llama-server per test module)
 from scripted_server import ScriptedModelServer
 
@@ -32,6 +34,8 @@ from support import (  # noqa: F401
     trust_folder,
     wait_until,
 )
+
+hand_down_to_trust()  # as kimi_cli.entry does at start: folder trust reads with every extension's reader
 
 
 @pytest.fixture

@@ -11,18 +11,21 @@ where it asks again.
 
 Workspace scripts that hooks and MCP servers name are pinned here too (their digests); the runner and the
 MCP manager compare those digests before each run, so a script changed after the read never runs.
+
+This module reads `.kimi/config.toml` itself; the other files belong to the extensions that know them (hooks,
+commands, MCP servers, language servers), which sit above hostsafe. Each hands its reader down as a
+FolderReader (kimi_cli.extensions.folder_readers assembles them, kimi_cli.extensions.hand_down_to_trust installs
+them at start): a snapshot is never read without them (read_project refuses), so no folder's hooks or servers
+can miss the trust question because a reader was not there.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from kimi_cli.extensions.custom_commands.loader import CustomCommand
-    from kimi_cli.extensions.hooks.config import Hook
+from typing import Any
 
 CONFIG = ".kimi/config.toml"
 MCP = ".kimi/mcp.json"
@@ -50,12 +53,14 @@ class ProjectSettings:
     mcp_present: bool = False
     mcp_error: str | None = None
     mcp_files: dict[str, McpFile] = field(default_factory=dict)  # by the name the config writes
-    kimi_hooks: list[Hook] = field(default_factory=list)  # [[hooks.EVENT]] of .kimi/config.toml
-    claude_hooks: list[Hook] = field(default_factory=list)  # .claude/settings.json and settings.local.json
-    hook_pins: dict[Hook, dict[str, str]] = field(default_factory=dict)  # workspace scripts each hook names
+    # The extensions' parts (their types are theirs: kimi_cli.extensions.hooks.config.Hook, ...custom_commands.
+    # loader.CustomCommand), each filled by its FolderReader:
+    kimi_hooks: list[Any] = field(default_factory=list)  # [[hooks.EVENT]] of .kimi/config.toml
+    claude_hooks: list[Any] = field(default_factory=list)  # .claude/settings.json and settings.local.json
+    hook_pins: dict[Any, dict[str, str]] = field(default_factory=dict)  # workspace scripts each hook names
     # (file, server name) -> (the folder its command line is read in, digests of the workspace files it names)
     server_pins: dict[tuple[str, str], tuple[Path, dict[str, str]]] = field(default_factory=dict)
-    commands: list[CustomCommand] = field(default_factory=list)  # project commands, in kimi_cli's ROOTS order
+    commands: list[Any] = field(default_factory=list)  # project commands, in kimi_cli's ROOTS order
     # What those files (not the settings) ask for that widens, as (key, value, words), for the trust digest
     file_asks: list[tuple[str, Any, str]] = field(default_factory=list)
 
@@ -72,35 +77,58 @@ class ProjectSettings:
         return next((f for f in self.mcp_files.values() if f.path == path), None)
 
 
-def read_project(folder: Path) -> ProjectSettings:
-    """Read the folder's own settings once (bounded reads; unreadable files keep their error for later)."""
+Ask = tuple[str, Any, str]  # (key, value, words): one thing a folder's files ask for that widens
+
+
+@dataclass(frozen=True)
+class FolderReader:
+    """One extension's part of the snapshot, handed down from the extension that owns those files: `read` fills
+    its fields of the snapshot (after .kimi/config.toml is read), `widenings` says what of them widens, for the
+    trust digest (kimi_cli.hostsafe.trust.file_widenings). Nothing in hostsafe knows hooks, commands or MCP."""
+
+    package: str  # the extension it speaks for: "kimi_cli.extensions.hooks"
+    read: Callable[[ProjectSettings], None]
+    widenings: Callable[[ProjectSettings], list[Ask]]
+
+
+_READERS: tuple[FolderReader, ...] | None = None
+
+
+def use_readers(readers: Sequence[FolderReader]) -> None:
+    """The extensions' readers for every snapshot of this process (kimi_cli.extensions.hand_down_to_trust)."""
+    global _READERS
+    _READERS = tuple(readers)
+
+
+def installed_readers() -> tuple[FolderReader, ...]:
+    """The readers use_readers installed; none installed refuses (a snapshot without them would let a folder's
+    hooks or MCP servers skip the trust question)."""
+    if _READERS is None:
+        raise RuntimeError(
+            "the extensions' folder readers are not installed: call kimi_cli.extensions.hand_down_to_trust() "
+            "before a folder's settings are read"
+        )
+    return _READERS
+
+
+def read_project(folder: Path, readers: Sequence[FolderReader] | None = None) -> ProjectSettings:
+    """Read the folder's own settings once (bounded reads; unreadable files keep their error for later), each
+    extension's files by its reader (`readers`, else the installed ones)."""
     from kimi_cli.util.paths import is_users_own
 
+    readers = installed_readers() if readers is None else tuple(readers)
     folder = folder.resolve()
     if is_users_own(folder):
         return ProjectSettings(folder, users_own=True)
     project = ProjectSettings(folder)
     if (folder / ".kimi").is_dir():
         _read_config(project)
-        _read_mcp(project)
-        _read_mcp_files(project)
-    _read_hooks(project)
-    _read_commands(project)
-    project.file_asks = _file_asks(project)
+    for reader in readers:
+        reader.read(project)
+    # What the files just read ask for, each said by the extension that knows them (kimi_cli.hostsafe.trust
+    # digests these with the widening settings), in the readers' order
+    project.file_asks = [ask for reader in readers for ask in reader.widenings(project)]
     return project
-
-
-def _file_asks(project: ProjectSettings) -> list[tuple[str, Any, str]]:
-    """What the files just read ask for, each said by the extension that knows them (kimi_cli.hostsafe.trust
-    digests these with the widening settings): hook scripts, Claude Code hooks, commands, MCP servers' files."""
-    from kimi_cli.extensions.custom_commands.loader import widenings as commands
-    from kimi_cli.extensions.hooks.claude import widenings as claude_hooks
-    from kimi_cli.extensions.hooks.pins import widenings as hook_scripts
-    from kimi_cli.extensions.lsp.project import widenings as language_servers
-    from kimi_cli.extensions.mcp.host_launch import widenings as server_files
-
-    sources = (hook_scripts, claude_hooks, commands, server_files, language_servers)
-    return [ask for source in sources for ask in source(project)]
 
 
 def _read_config(project: ProjectSettings) -> None:
@@ -119,70 +147,3 @@ def _read_config(project: ProjectSettings) -> None:
         project.config_error = f"cannot read configuration file {path}: {exc.strerror}"
         return
     project.config = data
-
-
-def _read_mcp(project: ProjectSettings) -> None:
-    from kimi_cli.errors import ConfigError
-    from kimi_cli.extensions.mcp.config import read_file
-
-    path = project.mcp_path
-    if not path.is_file():
-        return
-    project.mcp_present = True
-    try:
-        project.mcp_servers = read_file(path)
-    except ConfigError as exc:
-        project.mcp_error = str(exc)
-        return
-    for name, server in project.mcp_servers.items():
-        _pin_server(project, str(path), name, server)
-
-
-def _read_mcp_files(project: ProjectSettings) -> None:
-    """The `mcp_config` files the config lists, read whatever the trust (their servers are what is asked)."""
-    from kimi_cli.errors import ConfigError
-    from kimi_cli.extensions.mcp.config import read_file
-
-    listed = project.config.get("mcp_config")
-    for raw in [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []:
-        path = Path(project.folder, Path(raw).expanduser())  # as kimi_cli.extensions.mcp.wiring opens it
-        try:
-            servers = read_file(path)
-        except ConfigError as exc:
-            project.mcp_files[raw] = McpFile(path, None, str(exc))
-            continue
-        project.mcp_files[raw] = McpFile(path, servers)
-        for name, server in servers.items():
-            _pin_server(project, str(path), name, server)
-
-
-def _pin_server(project: ProjectSettings, source: str, name: str, server: Any) -> None:
-    from kimi_cli.extensions.mcp.host_launch import server_pins
-
-    if not isinstance(server, dict) or not isinstance(server.get("command"), str):
-        return
-    raw_args = server.get("args")
-    args = [str(a) for a in raw_args] if isinstance(raw_args, list) else []
-    cwd = server.get("cwd")
-    root = Path(project.folder, cwd if isinstance(cwd, str) else "")
-    project.server_pins[(source, name)] = (root, server_pins(server["command"], args, root))
-
-
-def _read_hooks(project: ProjectSettings) -> None:
-    from kimi_cli.extensions.hooks import claude
-    from kimi_cli.extensions.hooks.config import hooks_from
-    from kimi_cli.hostsafe import pins
-
-    project.kimi_hooks = hooks_from(project.config.get("hooks"), "project")
-    if (project.folder / ".claude").is_dir():
-        project.claude_hooks = claude.project_hooks(project.folder)
-    for hook in project.kimi_hooks + project.claude_hooks:
-        project.hook_pins[hook] = pins.pin(hook.command, project.folder)
-
-
-def _read_commands(project: ProjectSettings) -> None:
-    from kimi_cli.extensions.custom_commands.loader import ROOTS, load_from
-
-    for source, root in ROOTS:
-        if source == "project" and (project.folder / root).is_dir():
-            project.commands += load_from(source, root, project.folder)

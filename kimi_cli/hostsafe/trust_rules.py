@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from typing import Any, Protocol
 
 # name -> when it widens: "any" (any value), "true" (anything but false), "nonempty" (a non-empty list or
 # table), "limit" (above kimi's default, see above), or a tuple of the values that widen.
@@ -227,21 +227,40 @@ def at(data: dict[str, Any], keys: list[str]) -> Any:
     return node
 
 
+class Defaults(Protocol):
+    """kimi's own defaults, which the config model holds (above hostsafe): handed down at start by
+    kimi_cli.extensions.hand_down_to_trust, never copied here."""
+
+    def default_of(self, pattern: str) -> Any:
+        """kimi's default for a setting (None where there is none: the model table decides)."""
+        ...
+
+    def headless_max_steps(self) -> int:
+        """The cap on steps headless runs get when max_steps is unset (kimi_cli.config.HEADLESS_MAX_STEPS)."""
+        ...
+
+
+_DEFAULTS: Defaults | None = None
+
+
+def use_defaults(defaults: Defaults) -> None:
+    """The defaults every limit of this process is compared with (kimi_cli.extensions.hand_down_to_trust)."""
+    global _DEFAULTS
+    _DEFAULTS = defaults
+
+
+def _defaults() -> Defaults:
+    if _DEFAULTS is None:  # comparing with no default would decide nothing safely: refuse
+        raise RuntimeError(
+            "kimi's setting defaults are not installed: call kimi_cli.extensions.hand_down_to_trust() before "
+            "a folder's limits are compared"
+        )
+    return _DEFAULTS
+
+
 def default_of(pattern: str) -> Any:
     """kimi's own default for a setting (None where there is none: the model table decides)."""
-    import typing
-
-    from kimi_cli.config import Config
-
-    model: Any = Config
-    info: Any = None
-    for part in pattern.split("."):
-        if part == "*":
-            model = typing.get_args(info.annotation)[1]
-            continue
-        info = model.model_fields[part]
-        model = info.annotation
-    return info.get_default(call_default_factory=True)
+    return _defaults().default_of(pattern)
 
 
 def magnitude(pattern: str, value: Any) -> float | None:
@@ -270,9 +289,7 @@ def unset_means(pattern: str) -> float | None:
     if pattern == "max_tokens":
         return float("inf")
     if pattern == "max_steps":
-        from kimi_cli.config import HEADLESS_MAX_STEPS
-
-        return float(HEADLESS_MAX_STEPS)
+        return float(_defaults().headless_max_steps())
     return None
 
 

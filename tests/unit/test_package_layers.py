@@ -27,13 +27,7 @@ MAY_IMPORT = {
     "sandbox": {"sandbox", "hostsafe", "kernel", "util", "errors"},
 }
 # (module, what it imports): upward imports not yet removed.
-KNOWN = {
-    # the folder's settings snapshot reads what hooks, commands and MCP servers name (the extensions' own
-    # readers): they are to hand their findings in from above (see kimi_cli.hostsafe.trust, file_widenings)
-    ("hostsafe/project_settings.py", "extensions"),
-    # a limit's default is read from the config model: the settings model is to sit below hostsafe
-    ("hostsafe/trust_rules.py", "config"),
-}
+KNOWN: set[tuple[str, str]] = set()  # none left
 
 
 def imports(path: Path) -> list[tuple[int, str]]:

@@ -16,12 +16,9 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from kimi_cli.hostsafe.project_settings import FolderReader, ProjectSettings
 from kimi_cli.util import frontmatter
-
-if TYPE_CHECKING:
-    from kimi_cli.hostsafe.project_settings import ProjectSettings
 
 # (source, folder): project folders are relative to the workspace, user folders to the home folder.
 ROOTS: tuple[tuple[str, str], ...] = (
@@ -148,3 +145,13 @@ def widenings(project: ProjectSettings) -> list[tuple[str, object, str]]:
             words = f"let its command /{command.name} run {runs} and pre-approve {tools}"
             found.append((f"commands:{command.folder}/{command.rel}", value, words))
     return found
+
+
+def read_project_commands(project: ProjectSettings) -> None:
+    """Into the folder's snapshot: its own commands, in ROOTS order (READER, handed down by kimi_cli.extensions)."""
+    for source, root in ROOTS:
+        if source == "project" and (project.folder / root).is_dir():
+            project.commands += load_from(source, root, project.folder)
+
+
+READER = FolderReader("kimi_cli.extensions.custom_commands", read_project_commands, widenings)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kimi_cli.hostsafe.project_settings import FolderReader, ProjectSettings
+
 if TYPE_CHECKING:
-    from kimi_cli.hostsafe.project_settings import ProjectSettings
     from kimi_cli.hostsafe.trust import FolderTrust
 
 KEY = "lsp:project:"
@@ -46,3 +47,10 @@ def still_pinned(folder_path: object, rel: str, pins: dict[str, str]) -> bool:
     from kimi_cli.hostsafe.pins import digest
 
     return rel in pins and digest(Path(str(folder_path)), rel) == pins[rel]
+
+
+def _read(project: ProjectSettings) -> None:
+    """Nothing to read into the snapshot: `widenings` digests the project's servers when trust is assessed."""
+
+
+READER = FolderReader("kimi_cli.extensions.lsp", _read, widenings)

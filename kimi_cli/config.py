@@ -48,7 +48,7 @@ class RetrySettings(_Strict):
     max_retries: int = Field(default=6, ge=0, le=50)
     base_delay: float = Field(default=1.0, ge=0)
     max_delay: float = Field(default=60.0, gt=0)
-    request_timeout: float = Field(default=600.0, gt=0)
+    request_timeout: float = Field(default=600.0, gt=0)  # seconds of silence, not of the whole answer (llm/provider)
 
 
 class SandboxSettings(_Strict):

@@ -12,6 +12,7 @@ Entry keys:
   error, retry_after, body  answer with this HTTP status instead of a stream
   break_after               send this many chunks, then drop the connection
   delay                     seconds to sleep before each chunk; hang: seconds before the first byte
+  stall_after, stall        after this many chunks, go silent for `stall` seconds (then send the rest)
   empty                     answer 200 with an event stream that holds no chunk at all
   no_usage                  never send usage, whatever stream_options asks
   repeat_name               repeat the function name in every tool-call chunk (as some servers do)
@@ -233,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
             if break_after is not None and count > int(break_after):
                 self._drop()
                 return
+            if entry.get("stall") and count == int(entry.get("stall_after", 1)) + 1:
+                time.sleep(float(entry["stall"]))  # a generation that stopped producing mid-answer
             self._chunk(f"data: {event}\n\n".encode())
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")

@@ -21,6 +21,17 @@ class StreamIncomplete(Exception):
     """The stream ended before the model said it was finished."""
 
 
+class StreamStalled(Exception):
+    """The answer had begun streaming (its headers and at least one chunk came), then nothing arrived for
+    `request_timeout` seconds. Not retried: asking again would start the whole generation over on a server
+    that is already too slow for the timeout (issue 41)."""
+
+    def __init__(self, chunks: int, detail: str) -> None:
+        super().__init__(f"no data for the request timeout after {chunks} chunks of the answer ({detail})")
+        self.chunks = chunks
+        self.detail = detail
+
+
 class EmptyStream(Exception):
     """HTTP 200 with no chunks at all (llama-cpp-python does this on overflow)."""
 
@@ -62,7 +73,7 @@ class Failure:
 
     retryable: bool
     summary: str
-    kind: str = "other"  # auth | not_found | bad_request | overflow | dns | refused | transient | other
+    kind: str = "other"  # auth | not_found | bad_request | overflow | dns | refused | stalled | transient | other
     retry_after: str | None = None
 
 
@@ -92,6 +103,10 @@ def classify(exc: BaseException) -> Failure:
         return Failure(True, f"stream broke off: {exc}", "transient")
     if isinstance(exc, EmptyStream):
         return Failure(True, str(exc), "empty")
+    if isinstance(exc, StreamStalled):
+        return Failure(
+            False, f"nothing arrived for the request timeout after {exc.chunks} chunks of the answer", "stalled"
+        )
     if isinstance(exc, HTTPFailure):
         detail = short(exc.message)
         summary = f"HTTP {exc.status}: {detail}"

@@ -5,6 +5,9 @@ needs: one POST with a known length, a streamed answer (chunked, a length or rea
 kept for the next step. TLS is verified as httpx verifies it (SSL_CERT_FILE, SSL_CERT_DIR, else certifi's bundle).
 Proxies are httpx's to handle: with any proxy variable set, `transport_for` picks `HttpxTransport`.
 Raises only the failures in kimi_cli.llm.failures, named as the httpx transport names them.
+`timeout` ([retry] request_timeout) bounds as httpx's read timeout does: connecting (at most 30 s), sending and
+the wait for the answer's head, then each read of its body on its own. An idle limit, never one on the whole
+answer; what a timeout after the first chunk means is the provider's to say (kimi_cli/llm/provider.py).
 """
 
 from __future__ import annotations

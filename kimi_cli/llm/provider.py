@@ -1,9 +1,17 @@
 """ChatProvider: streams chat completions from any OpenAI-compatible endpoint, with retries that can help.
 
-Retried: 429 (Retry-After honoured), 5xx, resets, timeouts, streams that end without `finish_reason`, an
-empty stream (once). Not retried: an unresolvable host, 401/403/404/400; a refused connection stops after
-2 tries to a remote host, 4 quick ones (at most 1.5 s apart) to this machine. A 400 that names an optional
-field we sent drops the field, once.
+Retried: 429 (Retry-After honoured), 5xx, resets, a timeout before the answer begins (connecting, or waiting
+for its headers and first chunk), streams that end without `finish_reason`, an empty stream (once). Not
+retried: an unresolvable host, 401/403/404/400; a refused connection stops after 2 tries to a remote host,
+4 quick ones (at most 1.5 s apart) to this machine. A 400 that names an optional field we sent drops the
+field, once.
+
+`request_timeout` is an idle timeout on both transports (kimi_cli/llm/http1.py, httpx): connecting takes at
+most 30 s of it, then each wait for the server (its headers, then every read of the stream) at most all of
+it. An answer that keeps streaming is never cut for being long. One that goes silent for `request_timeout`
+after its first chunk is not asked again (that would start the whole generation over on a server already
+too slow for the timeout, up to `max_retries` times, issue 41): the step stops with ProviderUnavailable
+(exit 5) saying to raise `[retry] request_timeout` or lighten the server's load; the session is kept.
 
 Model-specific fields come from the model table (kimi_cli/llm/models.py): the reasoning effort goes as
 `reasoning_effort` to K3-family models and as `thinking` to K2.x, and to no other model; the answer budget
@@ -25,7 +33,7 @@ from urllib.parse import urlsplit
 from kimi_cli.config import Endpoint, RetrySettings
 from kimi_cli.errors import AuthError, ConfigError, ExitCode, KimiError, ProviderUnavailable
 from kimi_cli.llm.assemble import ChunkAssembler, StreamCallbacks
-from kimi_cli.llm.failures import ContextOverflow, Failure, HTTPFailure, classify
+from kimi_cli.llm.failures import ConnectFailure, ContextOverflow, Failure, HTTPFailure, StreamStalled, classify
 from kimi_cli.llm.late_tools import fold_late_tools
 from kimi_cli.llm.models import ModelInfo, lookup, reasoning_fields, with_context
 from kimi_cli.llm.retry import backoff_delay, parse_retry_after
@@ -288,8 +296,13 @@ class ChatProvider:
         if self.history.encoded_last and messages and log.isEnabledFor(logging.DEBUG):
             log.debug("last message sent: %s", self.redact(str(messages[-1])[:2000]))
         assembler = ChunkAssembler(cb)
-        async for chunk in self.transport.stream(body, fields):
-            assembler.feed(chunk)
+        try:
+            async for chunk in self.transport.stream(body, fields):
+                assembler.feed(chunk)
+        except ConnectFailure as exc:
+            if exc.kind == "timeout" and assembler.chunks:  # the answer had begun: not asked again in full
+                raise StreamStalled(assembler.chunks, exc.detail) from exc
+            raise
         return assembler.finish()
 
     def _drop_rejected_field(self, exc: BaseException) -> bool:
@@ -353,6 +366,14 @@ class ChatProvider:
             )
         if failure.kind in ("dns", "refused"):
             return ProviderUnavailable(self._explain(failure, last))
+        if failure.kind == "stalled":
+            timeout = f"{self.retry.request_timeout:g}"
+            return ProviderUnavailable(
+                f"{url} stopped mid-answer: {last} ([retry] request_timeout = {timeout} s). The server is "
+                "generating too slowly for that timeout, or is overloaded; the request was not sent again, since "
+                "that would start the whole generation over. Raise [retry] request_timeout in ~/.kimi/config.toml, "
+                "or lighten the server's load, then continue the session (kimi -c)."
+            )
         return KimiError(f"request to {url} failed: {last}", ExitCode.ERROR)
 
     async def aclose(self) -> None:

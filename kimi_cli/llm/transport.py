@@ -110,6 +110,7 @@ class HttpxTransport:
         if self._client is None:
             httpx = import_httpx()
             # Plain http needs no TLS context; building the default one loads the CA bundle (~35 ms).
+            # The timeout is per read (and write): an idle limit, as DirectTransport's, never the whole answer.
             verify = not self.url.startswith("http://")
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, connect=min(30.0, self.timeout)), trust_env=True, verify=verify

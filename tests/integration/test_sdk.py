@@ -8,6 +8,8 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +135,18 @@ def test_resume_continues_the_session_and_fork_copies_it(
     assert "what was the word?" in json.dumps(server.requests[2]["messages"])
     original = json.dumps(server.requests[3]["messages"])
     assert "what was the word?" in original and "and again?" not in original
+
+
+def test_a_program_that_imports_the_sdk_reads_a_folder_with_every_extension(
+    repo: Path, sdk_env: dict[str, str], server: ScriptedModelServer
+) -> None:
+    """A fresh interpreter, as a user's program is (this suite's conftest installs folder trust's readers for
+    the in-process tests): the SDK installs them itself, and a folder's own settings are read, not refused."""
+    (repo / ".kimi").mkdir(exist_ok=True)
+    (repo / ".kimi" / "config.toml").write_text("[context]\ncompact_at = 0.7\n")
+    server.add({"text": "read it"})
+    program = "from kimi_cli.sdk import KimiSync\nprint(KimiSync('.', sandbox='none').ask('hi').text)\n"
+    proc = subprocess.run([sys.executable, "-c", program], cwd=repo, env=sdk_env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "read it"

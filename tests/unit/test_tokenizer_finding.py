@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -69,9 +70,9 @@ def test_the_window_and_the_finding_share_an_entry(private_home: Path) -> None:
 
 class _Status(BaseHTTPRequestHandler):
     status = 500
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
         self.seen.append(self.path)
         body = b'{"error": "no"}'

@@ -1,6 +1,7 @@
 """What can go wrong talking to a model server, in our own terms, whichever HTTP client was used.
 
-Transports turn their library's exceptions into these; the retry policy reads only these.
+Transports turn their library's exceptions into these, and word a server's error answer with error_message;
+the retry policy reads only these.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import socket
 from dataclasses import dataclass
 
 from kimi_cli.errors import ExitCode, KimiError
+from kimi_cli.util import jsonsafe
 
 OVERFLOW = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|too long|too many tokens|exceeds?|exceeding|prompt is too",
     re.IGNORECASE,
 )
+ERROR_BODY_CAP = 20_000  # of an error answer's body, read for the server's words
 
 
 class StreamIncomplete(Exception):
@@ -96,6 +99,22 @@ def connect_failure(exc: BaseException) -> ConnectFailure:
     if "connection refused" in lowered or "errno 111" in lowered:
         return ConnectFailure("refused", text)
     return ConnectFailure("connect", text or type(exc).__name__)
+
+
+def error_message(raw: bytes) -> str:
+    """The server's own words from an error body: {"error": {"message"}} or {"message"} or the text."""
+    text = raw[:ERROR_BODY_CAP].decode("utf-8", errors="replace").strip()
+    try:
+        data = jsonsafe.loads(text)
+    except ValueError:
+        return text or "(empty body)"
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(err, str):
+            return err
+    return text
 
 
 def classify(exc: BaseException) -> Failure:

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure
+from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure, error_message
 from kimi_cli.llm.sse import SSEDecoder, chunk_from_event
 
 HEAD_LIMIT = 64 * 1024  # status line and headers together; more is not an HTTP server answering
@@ -127,8 +127,6 @@ class DirectTransport:
                         break  # the words are in its start; the connection is closed, not kept
                 else:
                     complete = True
-                from kimi_cli.llm.transport import error_message
-
                 raise HTTPFailure(status, error_message(raw), headers.get("retry-after"))
             decoder = SSEDecoder()
             text = codecs.getincrementaldecoder(_charset(headers))(errors="replace")

@@ -13,15 +13,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure
+from kimi_cli.llm.failures import ConnectFailure, HTTPFailure, StreamIncomplete, connect_failure, error_message
 from kimi_cli.llm.sse import SSEDecoder, chunk_from_event
-from kimi_cli.util import jsonsafe
 
 if TYPE_CHECKING:
     import httpx
     from openai import AsyncOpenAI
-
-ERROR_BODY_CAP = 20_000
 
 
 class Transport(Protocol):
@@ -39,22 +36,6 @@ def transport_for(name: str, base_url: str, api_key: str, timeout: float) -> Tra
     if name == "httpx" or proxy_configured():
         return HttpxTransport(base_url, api_key, timeout)
     return DirectTransport(base_url, api_key, timeout)
-
-
-def error_message(raw: bytes) -> str:
-    """The server's own words from an error body: {"error": {"message"}} or {"message"} or the text."""
-    text = raw[:ERROR_BODY_CAP].decode("utf-8", errors="replace").strip()
-    try:
-        data = jsonsafe.loads(text)
-    except ValueError:
-        return text or "(empty body)"
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(err, str):
-            return err
-    return text
 
 
 # Imported by httpx and httpcore only to probe for optional features we never use: httpcore looks for trio

@@ -12,9 +12,9 @@ import pytest
 from kimi_cli.config import Endpoint, RetrySettings
 from kimi_cli.errors import ConfigError, KimiError, ProviderUnavailable
 from kimi_cli.llm.assemble import StreamCallbacks
-from kimi_cli.llm.failures import ConnectFailure, ContextOverflow
+from kimi_cli.llm.failures import ConnectFailure, ContextOverflow, error_message
 from kimi_cli.llm.provider import ChatProvider
-from kimi_cli.llm.transport import HttpxTransport, error_message, import_httpx
+from kimi_cli.llm.transport import HttpxTransport, import_httpx
 
 from raw_sse_server import RawSSEServer
 

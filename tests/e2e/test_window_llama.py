@@ -124,9 +124,10 @@ def test_an_8k_window_learned_before_the_run_fits_too(workspace: Path, env: dict
         proc, times, events = run_task(relay, workspace, env)
         sizes = check_every_request_fits(relay, 8192)
     report("-c 8192", sizes, times)
-    # Not held to CPU_SECONDS: the pack now fills what the 8k window leaves (the server counts it), and this
-    # llama-server build evaluates ~40 prompt tokens per CPU second: 268 s of CPU for the run on 2026-12-02
-    # (issue 41, the 90 s bound left open at 8k). The report line above records it for bench/RESULTS.md.
+    # Not held to CPU_SECONDS here (the bound is a benchmark's: bench/RESULTS.md, "Windows against llama-server"):
+    # the pack fills what the 8k window leaves (the server counts it), so the run is mostly llama-server's prompt
+    # evaluation. The portable build took 268 s of CPU for it; built for the CPU (.ci/run), 86.9 s wall and
+    # 1.3 + 167.4 s of CPU on 2026-12-02, inside the 2 x 90 s. The report line above records each run.
     assert proc.returncode == 0, proc.stderr[-3000:]  # type: ignore[attr-defined]
     assert events[-1]["reason"] == "done" and events[-1]["steps"] == 3
 

@@ -121,7 +121,7 @@ WHAT = {
     "retry.max_retries": "retry a failed request up to {value} times",
     "retry.base_delay": "wait {value} s before the first retry",
     "retry.max_delay": "wait up to {value} s between retries",
-    "retry.request_timeout": "wait up to {value} s for a server's answer",
+    "retry.request_timeout": "wait up to {value} s of a server's silence (its headers, then each part of an answer)",
     "approval.allow": "approve without asking: {value}",
     "approval.policy": "ask less before actions (approval.policy = {value})",
     "sandbox.mode": 'run commands with no sandbox (sandbox.mode = "none")',

@@ -11,8 +11,8 @@ programs that git then runs on the host: `core.fsmonitor`, hooks (through `core.
 - neutralises each `filter.<name>` driver the config declares, read right before the call (driver names
   cannot be enumerated in advance);
 - gets `--no-ext-diff --no-textconv` where git would otherwise run diff drivers (`diff`, `log`, `show`);
-- names the repository itself (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), found here without running
-  git, so that `core.worktree` cannot send a checkout into another folder; GIT_DIR and GIT_COMMON_DIR are
+- names the repository itself (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), as repo_guard found it without
+  running git, so that `core.worktree` cannot send a checkout into another folder; GIT_DIR and GIT_COMMON_DIR are
   descriptors of the folders open_repo checked (kimi_cli.hostsafe.git.pin), so that a `.git` swapped for a link
   meanwhile cannot send git, or confine.py's write grant, into another repository;
 - refuses a repository whose links changed since the session started, or that belongs to another user

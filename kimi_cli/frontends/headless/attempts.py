@@ -38,7 +38,10 @@ def child_argv(argv: list[str]) -> list[str]:
 
 
 def kimi_command() -> list[str]:
-    return [sys.executable, "-m", "kimi_cli"]
+    """This kimi, as a child whose working folder is a worktree of the repository: -P keeps that folder off
+    sys.path, where `-m` would put it first, so a `kimi_cli/` (or any module kimi imports) the repository
+    commits is never run on the host (tests/attacks/host_programs/test_attempt_children.py)."""
+    return [sys.executable, "-P", "-m", "kimi_cli"]
 
 
 async def run_child(argv: list[str], tree: Worktree,

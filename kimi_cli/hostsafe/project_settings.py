@@ -97,6 +97,8 @@ _READERS: tuple[FolderReader, ...] | None = None
 def use_readers(readers: Sequence[FolderReader]) -> None:
     """The extensions' readers for every snapshot of this process (kimi_cli.extensions.hand_down_to_trust)."""
     global _READERS
+    if not readers:
+        raise ValueError("folder trust needs the extensions' readers: an empty list would read no folder file")
     _READERS = tuple(readers)
 
 
@@ -111,12 +113,13 @@ def installed_readers() -> tuple[FolderReader, ...]:
     return _READERS
 
 
-def read_project(folder: Path, readers: Sequence[FolderReader] | None = None) -> ProjectSettings:
+def read_project(folder: Path) -> ProjectSettings:
     """Read the folder's own settings once (bounded reads; unreadable files keep their error for later), each
-    extension's files by its reader (`readers`, else the installed ones)."""
+    extension's files by its installed reader (never a chosen few: a reader left out is a file kind no question
+    covers)."""
     from kimi_cli.util.paths import is_users_own
 
-    readers = installed_readers() if readers is None else tuple(readers)
+    readers = installed_readers()
     folder = folder.resolve()
     if is_users_own(folder):
         return ProjectSettings(folder, users_own=True)

@@ -61,6 +61,13 @@ def test_nothing_reads_a_folder_without_the_readers_or_the_defaults(
         trust_rules.magnitude("max_steps", None)
 
 
+def test_an_empty_list_of_readers_is_refused() -> None:
+    """An empty list would read no folder file, and ask nothing of its hooks or servers."""
+    with pytest.raises(ValueError, match="empty list"):
+        project_settings.use_readers(())
+    assert project_settings.installed_readers() == folder_readers()  # what was installed stays
+
+
 def test_the_defaults_are_the_config_models() -> None:
     from kimi_cli.config import HEADLESS_MAX_STEPS, Config
 

@@ -3,7 +3,9 @@ sends (its tokenizer, its window, its "exceeds the available context size"), whi
 model answers, so a task takes the same steps on every run.
 
 Each chat request goes to llama-server as kimi sent it, but with `stream: false` and, for a scripted answer,
-one token to write (the prompt is still tokenized, checked against the window and evaluated). The relay keeps
+one token to write (the prompt is still tokenized, checked against the window and evaluated); a real answer
+gets kimi's budget, up to REAL_ANSWER_TOKENS (how long SmolLM2 goes on is chance: 9 tokens one run, all of a
+3,162-token budget the next, 800 s on a shared core; the fit is checked on the budget kimi sent). The relay keeps
 kimi's own answer budget and llama-server's prompt count for each request (`sizes`), and answers kimi in
 kimi's own SSE shape: the script's tool calls or text, or llama-server's real answer (entry {"real": True}),
 with llama-server's usage. An error from llama-server goes back to kimi as it came.
@@ -26,10 +28,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from llama_support import model_path
+from llama_support import THREADS, model_path
 from support import free_port, require, wait_until
 
 ANSWER_FIELDS = ("max_completion_tokens", "max_tokens")
+REAL_ANSWER_TOKENS = 64
 OVERFLOW_LINE = "exceeds the available context size"
 
 
@@ -61,14 +64,14 @@ class Llama:
 
 
 @contextmanager
-def llama_server(n_ctx: int, threads: int = 2) -> Iterator[Llama]:
+def llama_server(n_ctx: int) -> Iterator[Llama]:
     exe = os.environ.get("KIMI_LLAMA_SERVER", "")
     require("llama-server", bool(exe) and os.access(exe, os.X_OK), f"not built (KIMI_LLAMA_SERVER={exe!r})")
     port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-window-{port}.log"
     proc = subprocess.Popen(
         [exe, "-m", str(model_path()), "--host", "127.0.0.1", "--port", str(port), "-c", str(n_ctx), "-np", "1",
-         "--jinja", "-t", str(threads)],
+         "--jinja", *THREADS],
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
@@ -167,7 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
         budget = body.get(field_name) if field_name else None
         forwarded = {k: v for k, v in body.items() if k not in ("stream", "stream_options", *ANSWER_FIELDS)}
         forwarded["stream"] = False
-        forwarded["max_tokens"] = budget if entry.get("real") and budget else 1
+        forwarded["max_tokens"] = min(budget, REAL_ANSWER_TOKENS) if entry.get("real") and budget else 1
         status, answer, kind = _forward(self.owner.llama.base, "/v1/chat/completions",
                                         json.dumps(forwarded).encode(), "POST")  # fmt: skip
         data = json.loads(answer) if answer.startswith(b"{") else {}

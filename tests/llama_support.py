@@ -15,6 +15,10 @@ import pytest
 from support import free_port, require, wait_until
 
 N_CTX = 4096  # the system prompt and the tools block alone are ~2,300 SmolLM2 tokens
+# One thread writes the answer, two evaluate the prompt. On 2 cores shared with the rest of the suite, two
+# writing threads wait for each other at every layer (llama.cpp spins at its barriers) and a token took
+# 0.5-1 s; one writes it in 0.03-0.2 s, and the prompt still gets both cores (measured 2026-12-02, load 4).
+THREADS = ("-t", "1", "-tb", "2")
 
 
 def model_path() -> Path:
@@ -39,7 +43,7 @@ def llama_server() -> Iterator[str]:
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log"
     proc = subprocess.Popen(
         [exe, "-m", str(model_path()), "--host", "127.0.0.1", "--port", str(port), "-c", str(N_CTX),
-         "-np", "1", "--jinja", "-t", "2"],
+         "-np", "1", "--jinja", *THREADS],
         stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"

@@ -4,8 +4,9 @@ llama-server runs SmolLM2-135M with `-c 4096`, then `-c 8192`; the workspace hol
 Python, and a 3-step task reads two large files (each read fills much of a 4k window) and then answers.
 The model's choices are scripted through tests/llama_relay.py; every request still reaches llama-server,
 which counts it, checks it against its window and evaluates it, and the last answer is SmolLM2's own, written
-within the budget kimi sent. Measured on every request: llama-server's prompt count plus kimi's answer budget
-never exceeds the window, and the server's log has no "exceeds the available context size".
+within the budget kimi sent (at most the relay's REAL_ANSWER_TOKENS of it). Measured on every request:
+llama-server's prompt count plus kimi's answer budget never exceeds the window, and the server's log has no
+"exceeds the available context size".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Host safety decides a folder's trust (kimi_cli.hostsafe.trust) on a snapshot of the folder's own files, most of
 which belong to the extensions here, and compares its limits with kimi's defaults, which the config model holds:
-both sit above hostsafe. hand_down_to_trust gives hostsafe both at start (kimi_cli.entry, and the tests'
+both sit above hostsafe. hand_down_to_trust gives hostsafe both at start (kimi_cli.entry, kimi_cli.sdk, and the tests'
 conftest), so hostsafe imports neither; without them a folder is never read (hostsafe refuses).
 """
 

@@ -57,6 +57,9 @@ def test_sdk_events_equal_stream_json_for_the_same_scripted_run(
     twin = tmp_path / "twin" / "repo"  # the same workspace, for the CLI's run
     shutil.copytree(repo, twin, symlinks=True)
     server.add(*_script())
+    # the environment the SDK's run starts from: the run may add to os.environ (it names the trusted git
+    # for gitpython), and the CLI's run must start from the same one for the notices to match
+    before = dict(os.environ)
 
     async def sdk_run() -> list[dict[str, Any]]:
         async with Kimi(cwd=repo) as k:
@@ -66,7 +69,7 @@ def test_sdk_events_equal_stream_json_for_the_same_scripted_run(
     assert (repo / "notes.txt").read_text() == "hello\n"
     server.add(*_script())
     # the CLI gets this process's environment: the notice of withheld variables names them
-    proc = run_kimi(["-p", "write notes", "--output-format", "stream-json"], twin, dict(os.environ))
+    proc = run_kimi(["-p", "write notes", "--output-format", "stream-json"], twin, before)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert [e["type"] for e in events] == [e["type"] for e in lines]

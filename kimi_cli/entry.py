@@ -1,5 +1,5 @@
-"""The `kimi` console script. `pack`, `undo`, `acp` and `doctor` run from here without importing Typer (they are
-timed), and `kimi --version` imports nothing but the version."""
+"""The `kimi` console script. `pack`, `undo`, `acp`, `doctor` and the main command with plain flags (`kimi -p TASK`)
+run from here without importing Typer (they are timed), and `kimi --version` imports nothing but the version."""
 
 from __future__ import annotations
 
@@ -80,6 +80,9 @@ def main() -> None:
 
         run_single(sys.argv[1], sys.argv[2:])
         return
+    from kimi_cli.cli.headless_args import run_without_typer
+
+    run_without_typer(sys.argv[1:])  # the main command with plain flags (`kimi -p TASK ...`) exits here
     from kimi_cli.cli.main import run
 
     run()

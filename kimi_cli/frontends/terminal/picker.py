@@ -17,7 +17,8 @@ from kimi_cli.frontends.terminal.host import SessionHost
 from kimi_cli.session.store import SessionInfo, list_sessions
 from kimi_cli.util.sanitize import visible_text
 
-PICK = "@pick"  # `kimi -r` without an id (kimi_cli/cli/main.py spells the same value)
+# `kimi -r` without an id: kimi_cli/cli/start.py spells the same value (tests/unit/test_headless_args.py checks)
+PICK = "@pick"
 SHOWN = 15
 QUESTION = "resume which? number or id (Enter: none) › "
 PICKER = "resume which?"

@@ -8,7 +8,9 @@ version, one error for each line that contains BAD ("bad line"). MODE changes ho
 - crash: exits with code 3 right after initialized;
 - huge: answers initialize with a Content-Length of 2 GB;
 - spam: sends an endless stream of small notifications;
-- slow-changes: answers a file's opening at once, each change only 8 s later (a server gone slow after start).
+- slow-changes: answers a file's opening at once, each change only 8 s later (a server gone slow after start);
+- dependents: as ok, and 0.3 s after each change it rechecks the other open documents, as pyright does: each
+  gets one error ("broken by a dependency") while a changed document holds BREAKS.
 With MARKS, each start appends a line to that file (how many times it started).
 """
 
@@ -51,6 +53,24 @@ def publish(uri: str, version: int, text: str) -> None:
           "params": {"uri": uri, "version": version, "diagnostics": diagnostics}})  # fmt: skip
 
 
+def republish_others(changed: str, docs: dict[str, tuple[int, str]]) -> None:
+    broken = "BREAKS" in docs[changed][1]
+    for uri, (version, _) in list(docs.items()):
+        if uri == changed:
+            continue
+        diagnostics = [
+            {
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+                "severity": 1,
+                "code": "fake2",
+                "source": "fake",
+                "message": "broken by a dependency",
+            }
+        ]
+        send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+              "params": {"uri": uri, "version": version, "diagnostics": diagnostics if broken else []}})  # fmt: skip
+
+
 def flood() -> None:
     chunk = b"x" * 65535 + b"\n"
     for _ in range(4096):
@@ -65,6 +85,7 @@ def main() -> None:
     if mode == "flood-stderr":
         threading.Thread(target=flood, daemon=True).start()
     stdin = sys.stdin.buffer
+    docs: dict[str, tuple[int, str]] = {}  # uri -> (version, text)
     while True:
         message = read_message(stdin)
         if message is None:
@@ -87,15 +108,19 @@ def main() -> None:
                     send({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 4, "message": "x" * 200}})
         elif method == "textDocument/didOpen":
             doc = message["params"]["textDocument"]
+            docs[doc["uri"]] = (doc["version"], doc["text"])
             publish(doc["uri"], doc["version"], doc["text"])
         elif method == "textDocument/didChange":
             params = message["params"]
             document = params["textDocument"]
             later = (document["uri"], document["version"], params["contentChanges"][-1]["text"])
+            docs[later[0]] = (later[1], later[2])
             if mode == "slow-changes":
                 threading.Timer(8.0, publish, later).start()
             else:
                 publish(*later)
+            if mode == "dependents":
+                threading.Timer(0.3, republish_others, (later[0], dict(docs))).start()
         elif method == "shutdown":
             send({"jsonrpc": "2.0", "id": message["id"], "result": None})
         elif method == "exit":

@@ -32,6 +32,10 @@ from kimi_cli.sandbox.long_lived import SandboxSpawn, ServerProcess
 
 REQUEST_TIMEOUT = 15.0
 SETTLE = 0.08
+# After an edit's own report, how long a push server may stay silent before the other open documents it rechecks
+# (their diagnostics republished) are taken as done: it checks them after the edited file, and under load the
+# gap reached hundreds of milliseconds.
+OTHERS_QUIET = 0.5
 MAX_PUBLISHED = 2000  # files whose latest diagnostics are kept
 
 
@@ -296,6 +300,25 @@ class LanguageServer:
             self._news.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._news.wait(), min(left, SETTLE))
+
+    async def republished(self, uris: list[str], since: float, deadline: float) -> dict[str, list[Diag]]:
+        """A push server's diagnostics for these other open documents published at or after `since`: waited
+        for while publications go on, until all have come, OTHERS_QUIET passes with none, or `deadline`."""
+        out: dict[str, list[Diag]] = {}
+        quiet = False
+        while True:
+            for uri in uris:
+                seen = self.published.get(uri)
+                if seen is not None and seen.at >= since:
+                    out[uri] = seen.diags
+            left = deadline - time.monotonic()
+            if quiet or len(out) == len(uris) or left <= 0 or self.state != "running":
+                return out
+            self._news.clear()
+            try:
+                await asyncio.wait_for(self._news.wait(), min(left, OTHERS_QUIET))
+            except TimeoutError:
+                quiet = True
 
     async def _pulled(self, uri: str, deadline: float) -> list[Diag]:
         assert self.conn is not None

@@ -295,12 +295,11 @@ class LspManager:
     async def _changes(self, server: LanguageServer, uris: list[str], others: list[str], began: float,
                        deadline: float) -> tuple[list[Diag], list[Diag], list[str]]:  # fmt: skip
         """(introduced, fixed, files checked for the first time) on one server for one edit."""
-        if server.strategy == "push":  # others are whatever the server republished meanwhile
+        if server.strategy == "push":  # others are what the server republishes after the edited files
             found = await server.diagnostics(uris, deadline)
-            for uri in others:
-                seen = server.published.get(uri)
-                if seen is not None and seen.at >= began:
-                    found.setdefault(uri, seen.diags)
+            if others and found:
+                for uri, diags in (await server.republished(others, began, deadline)).items():
+                    found.setdefault(uri, diags)
         else:
             found = await server.diagnostics(uris + others, deadline)
         added: list[Diag] = []

@@ -60,6 +60,25 @@ def test_the_fake_server_reports_and_fixes(tmp_path: Path, backend: str) -> None
         rig.close()
 
 
+def test_other_open_files_a_push_server_rechecks_after_the_edited_one_are_reported(
+    tmp_path: Path, backend: str
+) -> None:
+    """A push server (pyright) publishes the edited file first and the open files that import it after: the
+    edit's report waits while publications go on (a CI run once missed them when they came 0.3 s later)."""
+    rig = make_lsp_rig(tmp_path, backend, **fake_server("dependents"))
+    (rig.ws / "a.py").write_text("import b\n")
+    (rig.ws / "b.py").write_text("x = 1\n")
+    try:
+        rig.read("a.py")
+        rig.read("b.py")
+        rig.wait_running("fake")
+        added = rig.write("b.py", "x = 1  # BREAKS\n")[0]
+        assert "error a.py:1:1 [fake2] broken by a dependency" in added, added
+        assert "a.py" in rig.write("b.py", "x = 1\n")[0]  # and fixed again
+    finally:
+        rig.close()
+
+
 def test_an_edit_of_a_file_read_earlier_waits_the_edit_bound_not_the_start_bound(tmp_path: Path, backend: str) -> None:
     """The read's first check is done and the server runs: the edit waits `timeout`, however slow the server
     has become (the start bound is only for an edit that has to start it)."""

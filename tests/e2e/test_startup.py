@@ -37,8 +37,8 @@ def test_a_headless_run_reaches_the_model_without_the_httpx_stack(
     repo: Path, env: dict[str, str], server: ScriptedModelServer
 ) -> None:
     """Issue 47: the default transport is the standard library's (kimi_cli/llm/http1.py); httpx, httpcore, h11 and
-    anyio were ~0.2 s of a trivial run's imports. With a proxy variable set, httpx carries the request. Typer (and the
-pydantic coercion of its options) is not imported either: ~0.1 s."""
+    anyio were ~0.2 s of a trivial run's imports. With a proxy variable set, httpx carries the request. Typer
+    (and the pydantic coercion of its options) is not imported either: ~0.1 s."""
     from support import TEST_KEY, result_json
 
     base = {**env, "KIMI_PROVIDER": "openai", "KIMI_BASE_URL": server.base_url, "KIMI_API_KEY": TEST_KEY}
